@@ -1,0 +1,196 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/spf13/pflag"
+	"k8s.io/kubernetes/cmd/kube-scheduler/app"
+	"k8s.io/kubernetes/cmd/kube-scheduler/app/options"
+	"k8s.io/kubernetes/pkg/scheduler/apis/config"
+	"sigs.k8s.io/yaml"
+
+	"github.com/archfilter/archfilter/pkg/plugins/archfilter"
+)
+
+const manifestDir = "../../manifests/scheduler-config"
+
+// fakeKubeconfig points at a server that answers every request with an empty
+// object: Setup builds clients and informers but never needs real answers.
+func fakeKubeconfig(t *testing.T) string {
+	t.Helper()
+	server := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte("{}"))
+	}))
+	t.Cleanup(server.Close)
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	kubeconfig := fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters: [{name: test, cluster: {server: %q, insecure-skip-tls-verify: true}}]
+contexts: [{name: test, context: {cluster: test, user: test}}]
+current-context: test
+users: [{name: test, user: {}}]
+`, server.URL)
+	if err := os.WriteFile(path, []byte(kubeconfig), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// withKubeconfig copies a manifest, pointing clientConnection at kubeconfig:
+// kube-scheduler ignores --kubeconfig when --config is given.
+func withKubeconfig(t *testing.T, manifest, kubeconfig string) string {
+	t.Helper()
+	data, err := os.ReadFile(manifest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg map[string]any
+	if err := yaml.Unmarshal(data, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	cfg["clientConnection"] = map[string]any{"kubeconfig": kubeconfig}
+	out, err := yaml.Marshal(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), filepath.Base(manifest))
+	if err := os.WriteFile(path, out, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func setup(t *testing.T, configFile string) (map[string]*config.Plugins, error) {
+	t.Helper()
+	opts := options.NewOptions()
+	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+	for _, f := range opts.Flags.FlagSets {
+		fs.AddFlagSet(f)
+	}
+	if err := fs.Parse([]string{"--config", configFile}); err != nil {
+		t.Fatal(err)
+	}
+	listener, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.SecureServing.Listener = listener
+	t.Cleanup(func() { _ = listener.Close() })
+
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	_, sched, err := app.Setup(ctx, opts, Options()...)
+	if err != nil {
+		return nil, err
+	}
+	got := map[string]*config.Plugins{}
+	for name, fwk := range sched.Profiles {
+		got[name] = fwk.ListPlugins()
+	}
+	return got, nil
+}
+
+// defaultPluginsWithArchFilter is kube-scheduler v1.34's default profile with
+// ArchFilter enabled through multiPoint: every default plugin stays, and
+// ArchFilter runs at each extension point it implements, after the defaults.
+func defaultPluginsWithArchFilter() *config.Plugins {
+	e := func(names ...string) config.PluginSet {
+		ps := config.PluginSet{}
+		for _, n := range names {
+			ps.Enabled = append(ps.Enabled, config.Plugin{Name: n})
+		}
+		return ps
+	}
+	return &config.Plugins{
+		PreEnqueue: e("SchedulingGates", "DynamicResources", "DefaultPreemption"),
+		QueueSort:  e("PrioritySort"),
+		PreFilter: e("NodeAffinity", "NodePorts", "NodeResourcesFit", "VolumeRestrictions", "NodeVolumeLimits",
+			"VolumeBinding", "VolumeZone", "PodTopologySpread", "InterPodAffinity", "DynamicResources", archfilter.Name),
+		Filter: e("NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity", "NodePorts", "NodeResourcesFit",
+			"VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding", "VolumeZone", "PodTopologySpread",
+			"InterPodAffinity", "DynamicResources", archfilter.Name),
+		PostFilter: e("DynamicResources", "DefaultPreemption"),
+		PreScore: e("TaintToleration", "NodeAffinity", "NodeResourcesFit", "VolumeBinding", "PodTopologySpread",
+			"InterPodAffinity", "NodeResourcesBalancedAllocation"),
+		Score: config.PluginSet{Enabled: []config.Plugin{
+			{Name: "TaintToleration", Weight: 3},
+			{Name: "NodeAffinity", Weight: 2},
+			{Name: "NodeResourcesFit", Weight: 1},
+			{Name: "VolumeBinding", Weight: 1},
+			{Name: "PodTopologySpread", Weight: 2},
+			{Name: "InterPodAffinity", Weight: 2},
+			{Name: "NodeResourcesBalancedAllocation", Weight: 1},
+			{Name: "ImageLocality", Weight: 1},
+		}},
+		Reserve: e("VolumeBinding", "DynamicResources"),
+		PreBind: e("VolumeBinding", "DynamicResources"),
+		Bind:    e("DefaultBinder"),
+	}
+}
+
+func TestSetupWithManifests(t *testing.T) {
+	kubeconfig := fakeKubeconfig(t)
+	tests := []struct {
+		manifest string
+		want     map[string]*config.Plugins
+	}{
+		{
+			manifest: "secondary-scheduler.yaml",
+			want:     map[string]*config.Plugins{"archfilter-scheduler": defaultPluginsWithArchFilter()},
+		},
+		{
+			manifest: "default-scheduler.yaml",
+			want:     map[string]*config.Plugins{"default-scheduler": defaultPluginsWithArchFilter()},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.manifest, func(t *testing.T) {
+			got, err := setup(t, withKubeconfig(t, filepath.Join(manifestDir, tc.manifest), kubeconfig))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("plugins per profile (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestSetupRejectsInvalidArgs checks that a bad value stops the scheduler at
+// start-up with the field's path, not at the first pod.
+func TestSetupRejectsInvalidArgs(t *testing.T) {
+	kubeconfig := fakeKubeconfig(t)
+	path := filepath.Join(t.TempDir(), "bad.yaml")
+	bad := fmt.Sprintf(`apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+clientConnection: {kubeconfig: %q}
+profiles:
+- schedulerName: archfilter-scheduler
+  plugins: {multiPoint: {enabled: [{name: ArchFilter}]}}
+  pluginConfig:
+  - name: ArchFilter
+    args: {maxWait: 0s, preferredPlatforms: [{platform: arm64, weight: 10}]}
+`, kubeconfig)
+	if err := os.WriteFile(path, []byte(bad), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := setup(t, path)
+	if err == nil {
+		t.Fatal("Setup succeeded with invalid ArchFilter args")
+	}
+	for _, want := range []string{`"ArchFilter"`, "args.maxWait", "args.preferredPlatforms[0].platform"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not mention %s", err, want)
+		}
+	}
+}

@@ -1,0 +1,130 @@
+package main
+
+import (
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2/ktesting"
+	"k8s.io/kubernetes/cmd/kube-scheduler/app/options"
+	"k8s.io/kubernetes/pkg/scheduler/apis/config"
+	schedvalidation "k8s.io/kubernetes/pkg/scheduler/apis/config/validation"
+	"sigs.k8s.io/yaml"
+
+	afconfig "github.com/archfilter/archfilter/apis/config"
+	"github.com/archfilter/archfilter/pkg/plugins/archfilter"
+)
+
+// TestManifestsDecode decodes every YAML document under manifests/ the way its
+// consumer would, so an example can never drift from the code.
+func TestManifestsDecode(t *testing.T) {
+	var files []string
+	err := filepath.WalkDir("../../manifests", func(path string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && (strings.HasSuffix(path, ".yaml") || strings.HasSuffix(path, ".yml")) {
+			files = append(files, path)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) == 0 {
+		t.Fatal("no YAML found under manifests/")
+	}
+	for _, file := range files {
+		t.Run(file, func(t *testing.T) {
+			data, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var meta metav1.TypeMeta
+			if err := yaml.Unmarshal(data, &meta); err != nil {
+				t.Fatal(err)
+			}
+			switch meta.Kind {
+			case "KubeSchedulerConfiguration":
+				checkSchedulerConfig(t, file)
+			default:
+				t.Fatalf("kind %q in %s has no decoding check: add one here", meta.Kind, file)
+			}
+		})
+	}
+}
+
+// checkSchedulerConfig runs what kube-scheduler runs on --config: strict
+// decoding with defaults, the scheduler's own validation, then ArchFilter's.
+func checkSchedulerConfig(t *testing.T, file string) *config.KubeSchedulerConfiguration {
+	t.Helper()
+	logger, ctx := ktesting.NewTestContext(t)
+	cfg, err := options.LoadConfigFromFile(logger, file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := schedvalidation.ValidateKubeSchedulerConfiguration(cfg); err != nil {
+		t.Fatal(err)
+	}
+	for _, prof := range cfg.Profiles {
+		for _, pc := range prof.PluginConfig {
+			if pc.Name != archfilter.Name {
+				continue
+			}
+			if _, err := archfilter.New(ctx, pc.Args, nil); err != nil {
+				t.Errorf("profile %s: %v", prof.SchedulerName, err)
+			}
+		}
+	}
+	return cfg
+}
+
+// TestAllArgsManifest checks every field of the reference example arrives.
+func TestAllArgsManifest(t *testing.T) {
+	cfg := checkSchedulerConfig(t, filepath.Join(manifestDir, "all-args.yaml"))
+	var got *afconfig.ArchFilterArgs
+	for _, pc := range cfg.Profiles[0].PluginConfig {
+		if pc.Name == archfilter.Name {
+			got = pc.Args.(*afconfig.ArchFilterArgs)
+		}
+	}
+	want := &afconfig.ArchFilterArgs{
+		FailurePolicy:     afconfig.FailurePolicyFail,
+		FallbackPlatforms: []string{"linux/amd64"},
+		MaxWait:           metav1.Duration{Duration: 45 * time.Second},
+		ResolveTimeout:    metav1.Duration{Duration: 5 * time.Second},
+		Workers:           8,
+		Cache: afconfig.CacheArgs{
+			MaxEntries:  5000,
+			TagTTL:      metav1.Duration{Duration: 2 * time.Minute},
+			DigestTTL:   metav1.Duration{Duration: 12 * time.Hour},
+			NegativeTTL: metav1.Duration{Duration: 10 * time.Second},
+		},
+		Registries: []afconfig.RegistryConfig{
+			{Host: "registry.example.com:5000", CAFile: "/etc/archfilter/certs/registry-ca.pem", Mirrors: []string{"mirror.local:5000"}},
+			{Host: "mirror.local:5000", Insecure: true},
+		},
+		AllowedRegistries:        []string{"*.example.com", "registry.example.com:5000", "mirror.local:5000", "docker.io"},
+		DeniedRegistries:         []string{"169.254.169.254"},
+		GlobalPullSecret:         &afconfig.SecretReference{Namespace: "kube-system", Name: "archfilter-pull-secret"},
+		DockerConfigFile:         "/etc/archfilter/docker/config.json",
+		CredentialProviderConfig: "/etc/archfilter/credential-providers.yaml",
+		CredentialProviderBinDir: "/usr/libexec/archfilter/credential-providers",
+		NamespaceSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+			{Key: "archfilter.io/enabled", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"false"}},
+		}},
+		ExcludedNamespaces: []string{"kube-system"},
+		PreferredPlatforms: []afconfig.PlatformPreference{
+			{Platform: "linux/arm64", Weight: 100},
+			{Platform: "linux/amd64", Weight: 10},
+		},
+		DaemonSetPolicy:     afconfig.DaemonSetPolicyEnforce,
+		ArchTaintToleration: true,
+	}
+	got.TypeMeta = metav1.TypeMeta{}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("all-args.yaml (-want,+got):\n%s", diff)
+	}
+}

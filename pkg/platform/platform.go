@@ -1,0 +1,203 @@
+package platform
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Platform is one os/architecture[/variant] an image runs on, plus the Windows os.version.
+type Platform struct {
+	OS           string
+	Architecture string
+	Variant      string
+	// OSVersion is only meaningful for Windows images, e.g. "10.0.17763.1234": process-isolated
+	// Windows containers run only on a host of the same major.minor.build.
+	OSVersion  string
+	OSFeatures []string
+}
+
+// partNames name the fields of "os/arch/variant" in Parse's errors.
+var partNames = [...]string{"os", "architecture", "variant"}
+
+// Parse parses "os/arch" or "os/arch/variant" and returns the normalised Platform.
+//
+// An architecture alone is rejected rather than defaulting the OS: an index can mix
+// windows/amd64 and linux/amd64, so guessing "linux" would silently admit the wrong image.
+// Parse is strict about whitespace; ParseList trims around list elements.
+func Parse(s string) (Platform, error) {
+	if s == "" {
+		return Platform{}, fmt.Errorf("invalid platform %q: empty, want os/arch[/variant]", s)
+	}
+	parts := strings.Split(s, "/")
+	switch {
+	case len(parts) < 2:
+		return Platform{}, fmt.Errorf("invalid platform %q: want os/arch[/variant]", s)
+	case len(parts) > 3:
+		return Platform{}, fmt.Errorf("invalid platform %q: %d '/'-separated parts, want os/arch[/variant]", s, len(parts))
+	}
+	for i, part := range parts {
+		if part == "" {
+			return Platform{}, fmt.Errorf("invalid platform %q: empty %s", s, partNames[i])
+		}
+		if j := strings.IndexFunc(part, invalidRune); j >= 0 {
+			return Platform{}, fmt.Errorf("invalid platform %q: %s %q contains %q, want only letters, digits, '.', '_' and '-'",
+				s, partNames[i], part, []rune(part[j:])[0])
+		}
+	}
+	p := Platform{OS: parts[0], Architecture: parts[1]}
+	if len(parts) == 3 {
+		p.Variant = parts[2]
+	}
+	return Normalize(p), nil
+}
+
+// invalidRune keeps Parse to the characters OCI platform fields use in practice, so that a
+// parsed Platform always prints back as something Parse accepts.
+func invalidRune(r rune) bool {
+	switch {
+	case 'a' <= r && r <= 'z', 'A' <= r && r <= 'Z', '0' <= r && r <= '9':
+		return false
+	case r == '.', r == '_', r == '-':
+		return false
+	}
+	return true
+}
+
+// Normalize maps the spellings found in image indexes and configs to the values the kubelet
+// puts in a node's kubernetes.io/os and kubernetes.io/arch labels, following containerd's
+// rules so that archfilter agrees with the runtime that will pull the image:
+//
+//   - everything is lower-cased; "macos" is "darwin";
+//   - x86_64, x86-64 and amd64 are amd64, and amd64/v1 (the x86-64 baseline) is amd64;
+//   - i386, i486, i586, i686 and x86 are 386;
+//   - aarch64 and arm64 are arm64, and arm64/v8 (or 8, v8.0) is plain arm64;
+//   - armhf is arm/v7, armel is arm/v6, and arm without a variant is arm/v7;
+//   - arm and arm64 variants written as numbers gain a "v" ("7" is "v7", "8" is "v8");
+//   - anything else is data: riscv64, loong64, s390x, wasm and future architectures pass
+//     through lower-cased, so a new architecture needs no archfilter release.
+//
+// OSVersion is kept as is; OSFeatures are sorted and de-duplicated so that equal platforms
+// compare equal. Normalize never fails and is idempotent.
+func Normalize(p Platform) Platform {
+	p.OS = strings.ToLower(p.OS)
+	if p.OS == "macos" {
+		p.OS = "darwin"
+	}
+	p.Variant = strings.ToLower(p.Variant)
+
+	switch arch := strings.ToLower(p.Architecture); arch {
+	case "x86_64", "x86-64", "amd64":
+		p.Architecture = "amd64"
+		if p.Variant == "v1" {
+			p.Variant = ""
+		}
+	case "i386", "i486", "i586", "i686", "x86":
+		p.Architecture = "386"
+	case "aarch64", "arm64":
+		p.Architecture = "arm64"
+		p.Variant = armVariant(p.Variant)
+		if p.Variant == "v8" {
+			p.Variant = ""
+		}
+	case "armhf":
+		p.Architecture, p.Variant = "arm", "v7"
+	case "armel":
+		p.Architecture, p.Variant = "arm", "v6"
+	case "arm":
+		p.Architecture = "arm"
+		p.Variant = armVariant(p.Variant)
+		if p.Variant == "" {
+			p.Variant = "v7"
+		}
+	default:
+		p.Architecture = arch
+	}
+
+	p.OSFeatures = normalizeFeatures(p.OSFeatures)
+	return p
+}
+
+// armVariant gives each ARM variant one spelling ("7" and "v7", "v8.0" and "v8" occur in the
+// wild), because Set de-duplicates and orders variants as strings.
+func armVariant(v string) string {
+	if v != "" && '0' <= v[0] && v[0] <= '9' {
+		v = "v" + v
+	}
+	if major, ok := strings.CutSuffix(v, ".0"); ok && strings.HasPrefix(major, "v") && isDigits(major[1:]) {
+		v = major
+	}
+	return v
+}
+
+// normalizeFeatures copies before sorting: the caller's slice may be shared with a decoded
+// manifest.
+func normalizeFeatures(fs []string) []string {
+	if len(fs) == 0 {
+		return nil
+	}
+	fs = slices.Clone(fs)
+	slices.Sort(fs)
+	return slices.Compact(fs)
+}
+
+// String returns "os/arch" or "os/arch/variant", the form Parse accepts. OSVersion and
+// OSFeatures are left out because no platform string syntax carries them.
+func (p Platform) String() string {
+	if p.Variant == "" {
+		return p.OS + "/" + p.Architecture
+	}
+	return p.OS + "/" + p.Architecture + "/" + p.Variant
+}
+
+// Matches reports whether an image built for p can run on a node with platform n.
+//
+// Variant policy: the OS and the architecture must be equal, and every variant matches. A
+// node's kubernetes.io/arch label carries no variant, so an arm/v6-only image matches every
+// arm node, including v7 ones, and an arm/v7 one matches an arm node that might be v6.
+// Refusing would strand pods on clusters whose nodes are fine; the kubelet and the runtime
+// stay the final judge of the variant.
+//
+// Windows policy: a Windows image with an OSVersion and a node with a
+// node.kubernetes.io/windows-build label match only when their major.minor.build are equal
+// ("10.0.17763.1234" runs on "10.0.17763", not on "10.0.20348"), because process-isolated
+// Windows containers need the host's build. When either side lacks the version, they match:
+// without the information, blocking would be a guess.
+//
+// Matches does not allocate; it runs for every node in the Filter phase.
+func (p Platform) Matches(n NodePlatform) bool {
+	if p.OS != n.OS || p.Architecture != n.Architecture {
+		return false
+	}
+	if p.OS == "windows" && p.OSVersion != "" && n.WindowsBuild != "" {
+		return windowsBuild(p.OSVersion) == windowsBuild(n.WindowsBuild)
+	}
+	return true
+}
+
+// windowsBuild cuts a Windows version to major.minor.build: images carry the revision
+// ("10.0.17763.1234"), the node label does not ("10.0.17763"), and the revision does not
+// affect compatibility.
+func windowsBuild(v string) string {
+	dots := 0
+	for i := 0; i < len(v); i++ {
+		if v[i] == '.' {
+			if dots++; dots == 3 {
+				return v[:i]
+			}
+		}
+	}
+	return v
+}
+
+func isDigits(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}

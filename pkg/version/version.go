@@ -1,0 +1,18 @@
+// Package version holds archfilter's own build identity, stamped by the
+// Makefile through -ldflags (the Kubernetes version is stamped separately into
+// k8s.io/component-base/version).
+package version
+
+import "fmt"
+
+// Set with -ldflags "-X github.com/archfilter/archfilter/pkg/version.Version=…".
+var (
+	Version   = "v0.0.0-dev"
+	GitCommit = "unknown"
+	BuildDate = "unknown"
+)
+
+// String is the one-line form printed by --version.
+func String() string {
+	return fmt.Sprintf("archfilter %s (commit %s, built %s)", Version, GitCommit, BuildDate)
+}

@@ -1,0 +1,170 @@
+// Package binary tests the archfilter-scheduler binary as users run it: flags,
+// version, configuration errors and logging, without a cluster.
+package binary
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+const configDir = "../../../manifests/scheduler-config"
+
+// binary returns the scheduler built by `make build`; `make test-integration`
+// sets ARCHFILTER_SCHEDULER_BINARY so these tests run what ships.
+func binary(t *testing.T) string {
+	t.Helper()
+	path := os.Getenv("ARCHFILTER_SCHEDULER_BINARY")
+	if path == "" {
+		t.Skip("ARCHFILTER_SCHEDULER_BINARY is not set: run these tests with `make test-integration`")
+	}
+	if _, err := os.Stat(path); err != nil {
+		t.Fatalf("ARCHFILTER_SCHEDULER_BINARY: %v", err)
+	}
+	return path
+}
+
+func run(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, binary(t), args...).CombinedOutput()
+	return string(out), err
+}
+
+func TestVersion(t *testing.T) {
+	out, err := run(t, "--version")
+	if err != nil {
+		t.Fatalf("--version: %v\n%s", err, out)
+	}
+	// The Kubernetes version comes from go.mod through the Makefile's ldflags.
+	for _, re := range []string{`(?m)^archfilter \S+ \(commit \S+, built \S+\)$`, `(?m)^Kubernetes v1\.34\.\d+$`} {
+		if !regexp.MustCompile(re).MatchString(out) {
+			t.Errorf("--version output does not match %s:\n%s", re, out)
+		}
+	}
+	if strings.Contains(out, "v0.0.0-master") {
+		t.Errorf("--version reports an unstamped Kubernetes version:\n%s", out)
+	}
+}
+
+func TestConfigHelpParses(t *testing.T) {
+	for _, f := range []string{"secondary-scheduler.yaml", "default-scheduler.yaml"} {
+		t.Run(f, func(t *testing.T) {
+			out, err := run(t, "--config", filepath.Join(configDir, f), "--help")
+			if err != nil {
+				t.Fatalf("--config %s --help: %v\n%s", f, err, out)
+			}
+			if !strings.Contains(out, "--config") {
+				t.Errorf("help output does not describe --config:\n%s", out)
+			}
+		})
+	}
+}
+
+// writeConfig writes a scheduler config pointing at a kubeconfig for an address
+// nothing listens on: enough for the scheduler to start and log.
+func writeConfig(t *testing.T, args string) string {
+	t.Helper()
+	dir := t.TempDir()
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	if err := os.WriteFile(kubeconfig, []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]
+contexts: [{name: c, context: {cluster: c, user: u}}]
+current-context: c
+users: [{name: u, user: {}}]
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	config := filepath.Join(dir, "config.yaml")
+	if err := os.WriteFile(config, []byte(fmt.Sprintf(`apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+clientConnection: {kubeconfig: %q}
+leaderElection: {leaderElect: false}
+profiles:
+- schedulerName: archfilter-scheduler
+  plugins: {multiPoint: {enabled: [{name: ArchFilter}]}}
+  pluginConfig:
+  - name: ArchFilter
+    args: %s
+`, kubeconfig, args)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return config
+}
+
+func TestInvalidArgsStopStartup(t *testing.T) {
+	tests := []struct {
+		name string
+		args string
+		want []string
+	}{
+		{
+			name: "validation error names the field",
+			args: "{workers: 0, failurePolicy: Maybe}",
+			want: []string{"ArchFilter", "args.workers", "args.failurePolicy", "Maybe"},
+		},
+		{
+			name: "unknown field is rejected strictly",
+			args: "{maxWiat: 10s}",
+			want: []string{"unknown field", "maxWiat", "ArchFilter"},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			out, err := run(t, "--config", writeConfig(t, tc.args), "--secure-port=0")
+			var exitErr *exec.ExitError
+			if !errors.As(err, &exitErr) {
+				t.Fatalf("scheduler did not exit with an error (err=%v):\n%s", err, out)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(out, w) {
+					t.Errorf("output does not mention %s:\n%s", w, out)
+				}
+			}
+		})
+	}
+}
+
+// TestJSONLogging starts the scheduler with --logging-format=json and checks
+// that what it logs while trying to reach its API server is JSON.
+func TestJSONLogging(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binary(t), "--config", writeConfig(t, "{}"),
+		"--secure-port=0", "--logging-format=json", "-v=2")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+
+	scanner := bufio.NewScanner(stderr)
+	lines := 0
+	for scanner.Scan() && lines < 5 {
+		var entry map[string]any
+		if err := json.Unmarshal(scanner.Bytes(), &entry); err != nil {
+			t.Fatalf("log line is not JSON: %q", scanner.Text())
+		}
+		if _, ok := entry["msg"]; !ok {
+			t.Errorf("JSON log line has no msg: %q", scanner.Text())
+		}
+		lines++
+	}
+	if lines == 0 {
+		t.Fatalf("scheduler logged nothing (scan error: %v)", scanner.Err())
+	}
+}

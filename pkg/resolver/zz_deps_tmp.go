@@ -9,7 +9,7 @@ import (
 	_ "github.com/google/go-containerregistry/pkg/v1/random"
 	_ "github.com/google/go-containerregistry/pkg/v1/remote"
 	_ "github.com/patrickmn/go-cache"
+	_ "go.etcd.io/etcd/server/v3/embed"
 	_ "golang.org/x/sync/singleflight"
 	_ "golang.org/x/time/rate"
-	_ "go.etcd.io/etcd/server/v3/embed"
 )

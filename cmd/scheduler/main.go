@@ -39,6 +39,8 @@ import (
 func Options() []app.Option {
 	return []app.Option{
 		app.WithPlugin(archfilter.Name, archfilter.New),
+		// TaintToleration plus archTaintToleration; a profile swaps it in.
+		app.WithPlugin(archfilter.TaintTolerationName, archfilter.NewTaintToleration),
 		// Every plugin the sigs.k8s.io/scheduler-plugins image registers. Its
 		// CrossNodePreemption sample is left out there too: its New still has
 		// the pre-context factory signature and is not meant for production.

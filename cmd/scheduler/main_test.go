@@ -112,7 +112,7 @@ func defaultPluginsWithArchFilter() *config.Plugins {
 		return ps
 	}
 	return &config.Plugins{
-		PreEnqueue: e("SchedulingGates", "DynamicResources", "DefaultPreemption"),
+		PreEnqueue: e("SchedulingGates", "DynamicResources", "DefaultPreemption", archfilter.Name),
 		QueueSort:  e("PrioritySort"),
 		PreFilter: e("NodeAffinity", "NodePorts", "NodeResourcesFit", "VolumeRestrictions", "NodeVolumeLimits",
 			"VolumeBinding", "VolumeZone", "PodTopologySpread", "InterPodAffinity", "DynamicResources", archfilter.Name),
@@ -121,7 +121,7 @@ func defaultPluginsWithArchFilter() *config.Plugins {
 			"InterPodAffinity", "DynamicResources", archfilter.Name),
 		PostFilter: e("DynamicResources", "DefaultPreemption"),
 		PreScore: e("TaintToleration", "NodeAffinity", "NodeResourcesFit", "VolumeBinding", "PodTopologySpread",
-			"InterPodAffinity", "NodeResourcesBalancedAllocation"),
+			"InterPodAffinity", "NodeResourcesBalancedAllocation", archfilter.Name),
 		Score: config.PluginSet{Enabled: []config.Plugin{
 			{Name: "TaintToleration", Weight: 3},
 			{Name: "NodeAffinity", Weight: 2},
@@ -131,6 +131,7 @@ func defaultPluginsWithArchFilter() *config.Plugins {
 			{Name: "InterPodAffinity", Weight: 2},
 			{Name: "NodeResourcesBalancedAllocation", Weight: 1},
 			{Name: "ImageLocality", Weight: 1},
+			{Name: archfilter.Name, Weight: 1},
 		}},
 		Reserve: e("VolumeBinding", "DynamicResources"),
 		PreBind: e("VolumeBinding", "DynamicResources"),

@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/klog/v2/ktesting"
 	"k8s.io/kubernetes/cmd/kube-scheduler/app/options"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
@@ -17,6 +18,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	afconfig "github.com/archfilter/archfilter/apis/config"
+	afvalidation "github.com/archfilter/archfilter/apis/config/validation"
 	"github.com/archfilter/archfilter/pkg/plugins/archfilter"
 )
 
@@ -60,7 +62,7 @@ func TestManifestsDecode(t *testing.T) {
 // decoding with defaults, the scheduler's own validation, then ArchFilter's.
 func checkSchedulerConfig(t *testing.T, file string) *config.KubeSchedulerConfiguration {
 	t.Helper()
-	logger, ctx := ktesting.NewTestContext(t)
+	logger, _ := ktesting.NewTestContext(t)
 	cfg, err := options.LoadConfigFromFile(logger, file)
 	if err != nil {
 		t.Fatal(err)
@@ -73,7 +75,11 @@ func checkSchedulerConfig(t *testing.T, file string) *config.KubeSchedulerConfig
 			if pc.Name != archfilter.Name {
 				continue
 			}
-			if _, err := archfilter.New(ctx, pc.Args, nil); err != nil {
+			args, ok := pc.Args.(*afconfig.ArchFilterArgs)
+			if !ok {
+				t.Fatalf("profile %s: ArchFilter args decoded as %T", prof.SchedulerName, pc.Args)
+			}
+			if err := afvalidation.ValidateArchFilterArgs(field.NewPath("args"), args); err != nil {
 				t.Errorf("profile %s: %v", prof.SchedulerName, err)
 			}
 		}

@@ -1,5 +1,8 @@
-// Package archfilter is the scheduler framework adapter of archfilter: it turns
-// the platforms an image runs on into PreFilter/Filter decisions for a pod.
+// Package archfilter is the scheduler framework adapter of archfilter: it keeps
+// pods off nodes whose os/architecture cannot run their images. Registry I/O
+// never happens in the scheduling cycle: PreEnqueue holds a pod whose image
+// platforms are unknown until the resolver's workers answer, and PreFilter,
+// Filter and Score only read memory.
 package archfilter
 
 import (
@@ -9,11 +12,14 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
+	"k8s.io/utils/clock"
 
 	"github.com/archfilter/archfilter/apis/config"
 	"github.com/archfilter/archfilter/apis/config/validation"
+	"github.com/archfilter/archfilter/pkg/resolver"
 )
 
 // Name is the plugin name used in KubeSchedulerConfiguration profiles.
@@ -21,17 +27,35 @@ const Name = "ArchFilter"
 
 // ArchFilter keeps pods off nodes whose os/architecture cannot run their images.
 type ArchFilter struct {
-	handle framework.Handle
-	args   *config.ArchFilterArgs
+	handle      framework.Handle
+	settings    *settings
+	scope       *scope
+	resolver    resolver.Interface
+	credentials credentialSource
+	nodes       *nodeIndex
+	held        *heldPods
+	events      podEvents
+	clock       clock.WithDelayedExecution
 }
 
 var (
-	_ framework.PreFilterPlugin = &ArchFilter{}
-	_ framework.FilterPlugin    = &ArchFilter{}
+	_ framework.PreEnqueuePlugin  = &ArchFilter{}
+	_ framework.PreFilterPlugin   = &ArchFilter{}
+	_ framework.FilterPlugin      = &ArchFilter{}
+	_ framework.PreScorePlugin    = &ArchFilter{}
+	_ framework.ScorePlugin       = &ArchFilter{}
+	_ framework.ScoreExtensions   = &ArchFilter{}
+	_ framework.EnqueueExtensions = &ArchFilter{}
 )
 
-// New validates args and builds the plugin.
-func New(_ context.Context, obj runtime.Object, h framework.Handle) (framework.Plugin, error) {
+// credentialSource gives the credentials a pod's images may be pulled with.
+type credentialSource interface {
+	ForPod(pod *v1.Pod) resolver.Credentials
+}
+
+// New validates args and builds the plugin with a registry resolver and
+// informer-backed credentials.
+func New(ctx context.Context, obj runtime.Object, h framework.Handle) (framework.Plugin, error) {
 	args, ok := obj.(*config.ArchFilterArgs)
 	if !ok {
 		return nil, fmt.Errorf("want args to be of type ArchFilterArgs, got %T", obj)
@@ -39,23 +63,91 @@ func New(_ context.Context, obj runtime.Object, h framework.Handle) (framework.P
 	if err := validation.ValidateArchFilterArgs(field.NewPath("args"), args); err != nil {
 		return nil, err
 	}
-	return &ArchFilter{handle: h, args: args}, nil
+	deps, err := newRegistryDeps(ctx, args, h)
+	if err != nil {
+		return nil, err
+	}
+	return newPlugin(ctx, args, h, deps)
+}
+
+// deps are what ArchFilter talks to; tests substitute them.
+type deps struct {
+	resolver    resolver.Interface
+	credentials credentialSource
+	clock       clock.WithDelayedExecution
+}
+
+func newPlugin(ctx context.Context, args *config.ArchFilterArgs, h framework.Handle, d deps) (*ArchFilter, error) {
+	s, err := newSettings(args)
+	if err != nil {
+		return nil, err
+	}
+	if d.clock == nil {
+		d.clock = clock.RealClock{}
+	}
+	registerMetrics()
+	pl := &ArchFilter{
+		handle:      h,
+		settings:    s,
+		scope:       &scope{settings: s},
+		resolver:    d.resolver,
+		credentials: d.credentials,
+		nodes:       newNodeIndex(),
+		clock:       d.clock,
+	}
+	pl.events = podEvents{recorder: h.EventRecorder()}
+	pl.held = newHeldPods(d.clock, pl.activate)
+	pl.held.onSlow = pl.events.waiting
+	pl.held.onResolved = pl.announce
+	if f := h.SharedInformerFactory(); f != nil {
+		if s.namespaceSelector != nil {
+			pl.scope.namespaces = f.Core().V1().Namespaces().Lister()
+		}
+		if err := pl.nodes.watch(f.Core().V1().Nodes().Informer()); err != nil {
+			return nil, err
+		}
+		if err := pl.held.forgetDeletedPods(f.Core().V1().Pods().Informer()); err != nil {
+			return nil, err
+		}
+	}
+	go func() {
+		<-ctx.Done()
+		pl.held.stop()
+	}()
+	return pl, nil
 }
 
 // Name returns the plugin name.
 func (pl *ArchFilter) Name() string { return Name }
 
-// PreFilter does not constrain any pod yet: image platform resolution arrives
-// with the resolver, so every pod is allowed on every node.
-func (pl *ArchFilter) PreFilter(_ context.Context, _ fwk.CycleState, _ *v1.Pod, _ []fwk.NodeInfo) (*framework.PreFilterResult, *fwk.Status) {
-	return nil, fwk.NewStatus(fwk.Skip)
+// activate moves held pods back to the active queue. It takes the queue lock,
+// so it runs only from resolver callbacks and timers, never from PreEnqueue or
+// a queueing hint.
+func (pl *ArchFilter) activate(pods map[string]*v1.Pod) {
+	if len(pods) == 0 {
+		return
+	}
+	pl.handle.Activate(klog.Background(), pods)
 }
 
-// PreFilterExtensions returns nil: ArchFilter's decision does not depend on
-// other pods, so preemption needs no incremental updates.
-func (pl *ArchFilter) PreFilterExtensions() framework.PreFilterExtensions { return nil }
+// announce records what was learned about a held pod once its images resolved.
+func (pl *ArchFilter) announce(pod *v1.Pod) {
+	d := pl.decide(pod)
+	switch {
+	case len(d.failures) > 0:
+		pl.events.rejected(pod, d)
+	case d.status == nil:
+		pl.events.resolved(pod, d.set)
+	}
+}
 
-// Filter accepts every node until the pod's platform set is known.
-func (pl *ArchFilter) Filter(_ context.Context, _ fwk.CycleState, _ *v1.Pod, _ fwk.NodeInfo) *fwk.Status {
-	return nil
+// request builds the resolver request for one image of pod.
+func request(image string, creds resolver.Credentials) resolver.Request {
+	return resolver.Request{Image: image, Credentials: creds}
+}
+
+// statusf returns a fresh status; the framework writes into statuses, so they
+// are never shared.
+func statusf(code fwk.Code, format string, args ...any) *fwk.Status {
+	return fwk.NewStatus(code, fmt.Sprintf(format, args...))
 }

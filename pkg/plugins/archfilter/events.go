@@ -1,0 +1,66 @@
+package archfilter
+
+import (
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/events"
+
+	"github.com/archfilter/archfilter/apis/annotations"
+	"github.com/archfilter/archfilter/pkg/platform"
+)
+
+// Event reasons ArchFilter records on pods. In 1.34 a pod held at PreEnqueue
+// gets no status or event from the scheduler, so these are how a person sees
+// why a pod waits and what was decided.
+const (
+	EventResolving         = "ResolvingImagePlatforms"
+	EventResolved          = "ImagePlatformsResolved"
+	EventResolutionFailed  = "ImagePlatformResolutionFailed"
+	EventFailOpen          = "ArchFilterFailOpen"
+	EventInvalidPreference = "InvalidPlatformPreference"
+	action                 = "Scheduling"
+)
+
+// podEvents records events through the framework's recorder; nil-safe so
+// tests without a recorder need no stand-in.
+type podEvents struct {
+	recorder events.EventRecorder
+}
+
+func (e podEvents) record(pod *v1.Pod, eventType, reason, note string, args ...any) {
+	if e.recorder != nil {
+		e.recorder.Eventf(pod, nil, eventType, reason, action, note, args...)
+	}
+}
+
+func (e podEvents) waiting(pod *v1.Pod, pending []string) {
+	e.record(pod, v1.EventTypeNormal, EventResolving, "Waiting for registries to report the platforms of %s", strings.Join(pending, ", "))
+}
+
+func (e podEvents) resolved(pod *v1.Pod, set platform.Set) {
+	if set.IsAny() {
+		e.record(pod, v1.EventTypeNormal, EventResolved, "Images of %s run on any platform", strings.Join(podImages(pod), ", "))
+		return
+	}
+	e.record(pod, v1.EventTypeNormal, EventResolved, "Images of the pod run on %s", set.String())
+}
+
+func (e podEvents) rejected(pod *v1.Pod, d decision) {
+	if len(d.failures) > 0 {
+		e.record(pod, v1.EventTypeWarning, EventResolutionFailed, "%s", failureSummary(d.failures))
+	}
+}
+
+func (e podEvents) failedOpen(pod *v1.Pod, d decision) {
+	failOpen.Inc()
+	constraint := "without an architecture constraint"
+	if !d.set.IsAny() {
+		constraint = "on " + d.set.String()
+	}
+	e.record(pod, v1.EventTypeWarning, EventFailOpen, "Scheduling %s (failurePolicy Ignore): %s", constraint, failureSummary(d.failures))
+}
+
+func (e podEvents) invalidPreference(pod *v1.Pod, err error) {
+	e.record(pod, v1.EventTypeWarning, EventInvalidPreference, "Ignoring annotation %s: %v", annotations.PreferredPlatforms, err)
+}

@@ -1,0 +1,221 @@
+package archfilter
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+
+	"github.com/archfilter/archfilter/apis/config"
+	"github.com/archfilter/archfilter/pkg/platform"
+	"github.com/archfilter/archfilter/pkg/resolver"
+)
+
+// Reasons, in the plural "node(s) …" style the scheduler aggregates.
+const (
+	// ReasonPlatformMismatch is Filter's reason; the pod's platforms follow in parentheses.
+	ReasonPlatformMismatch = "node(s) didn't match the platforms of the pod's images"
+	// ReasonNoNodeOfPlatform is PreFilter's reason when no node has any of the platforms.
+	ReasonNoNodeOfPlatform = "no node has a platform the pod's images run on"
+	// ReasonNoCommonPlatform is PreFilter's reason when the images share no platform.
+	ReasonNoCommonPlatform = "the pod's images have no platform in common"
+	// ReasonOwnConstraintConflict is PreFilter's reason when the pod's own
+	// spec.os, nodeSelector or node affinity excludes every platform its images run on.
+	ReasonOwnConstraintConflict = "the pod's spec.os, nodeSelector or node affinity excludes every platform its images run on"
+	// ReasonResolutionFailed is PreFilter's reason under failurePolicy Fail.
+	ReasonResolutionFailed = "the platforms of the pod's images could not be resolved (failurePolicy Fail)"
+	// ReasonInvalidAnnotation is PreFilter's reason for a malformed annotation.
+	ReasonInvalidAnnotation = "invalid archfilter annotation"
+)
+
+const preFilterStateKey fwk.StateKey = "PreFilter" + Name
+
+// preFilterState is the pod's allowed platform set for one cycle. It is never
+// modified after PreFilter, so Clone can share it.
+type preFilterState struct {
+	set platform.Set
+	// reason is the Filter rejection message, built once per cycle.
+	reason string
+	// tolerateArchTaints lets ArchAwareTaintToleration tolerate arch taints
+	// of platforms in set (archTaintToleration).
+	tolerateArchTaints bool
+}
+
+func (s *preFilterState) Clone() fwk.StateData { return s }
+
+func readState(state fwk.CycleState) (*preFilterState, error) {
+	data, err := state.Read(preFilterStateKey)
+	if err != nil {
+		return nil, err
+	}
+	s, ok := data.(*preFilterState)
+	if !ok {
+		return nil, fmt.Errorf("%s: state is %T, want *preFilterState", Name, data)
+	}
+	return s, nil
+}
+
+// decision is the allowed platform set for a pod, or why there is none.
+type decision struct {
+	set    platform.Set
+	status *fwk.Status // non-nil: the pod cannot be scheduled now
+	// metricReason labels the rejection metric when status is non-nil.
+	metricReason string
+	// failures are resolution failures that were tolerated or caused status.
+	failures []error
+	// retryAt is when a cached failure expires (zero if none).
+	retryAt time.Time
+}
+
+// decide turns the cache's verdict into the set the pod may run on, applying
+// the failure policy and the pod's own os/arch requirements. Memory only.
+func (pl *ArchFilter) decide(pod *v1.Pod) decision {
+	v, err := pl.evaluate(pod)
+	if err != nil {
+		return decision{status: statusf(fwk.UnschedulableAndUnresolvable, "%s: %v", ReasonInvalidAnnotation, err), metricReason: "InvalidAnnotation"}
+	}
+	set := v.set
+	d := decision{failures: v.failures}
+	if len(v.failures) > 0 || len(v.pending) > 0 {
+		if pl.settings.failurePolicy == config.FailurePolicyFail {
+			d.status = statusf(fwk.UnschedulableAndUnresolvable, "%s: %s", ReasonResolutionFailed, unresolvedSummary(v))
+			d.metricReason = "ResolutionFailed"
+			d.retryAt = pl.retryTime(pod, v)
+			return d
+		}
+		set = set.Intersect(pl.settings.fallback)
+	}
+	if set.IsEmpty() {
+		d.status = statusf(fwk.UnschedulableAndUnresolvable, "%s", ReasonNoCommonPlatform)
+		d.metricReason = "NoCommonPlatform"
+		return d
+	}
+	restricted := podOwnConstraint(pod).restrict(set)
+	if restricted.IsEmpty() {
+		d.status = statusf(fwk.UnschedulableAndUnresolvable, "%s (%s)", ReasonOwnConstraintConflict, set)
+		d.metricReason = "OwnConstraintConflict"
+		return d
+	}
+	d.set = restricted
+	return d
+}
+
+// unresolvedSummary names what is unknown: pending images, then failures.
+func unresolvedSummary(v verdict) string {
+	var parts []string
+	if len(v.pending) > 0 {
+		parts = append(parts, "still resolving "+strings.Join(v.pending, ", "))
+	}
+	if len(v.failures) > 0 {
+		parts = append(parts, failureSummary(v.failures))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// retryTime is when the earliest cached failure of pod expires.
+func (pl *ArchFilter) retryTime(pod *v1.Pod, v verdict) time.Time {
+	if len(v.failures) == 0 {
+		return time.Time{}
+	}
+	var earliest time.Time
+	creds := pl.credentials.ForPod(pod)
+	forEachImage(pod, func(image string) bool {
+		if res, ok := pl.resolver.Lookup(request(image, creds)); ok && res.Err != nil && !res.Expires.IsZero() {
+			if earliest.IsZero() || res.Expires.Before(earliest) {
+				earliest = res.Expires
+			}
+		}
+		return true
+	})
+	return earliest
+}
+
+// PreFilter computes the pod's allowed platform set once per cycle. It returns
+// Skip when the pod is unconstrained, and narrows the cycle to the nodes of
+// the allowed platforms when they are a minority of the cluster.
+func (pl *ArchFilter) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, _ []fwk.NodeInfo) (*framework.PreFilterResult, *fwk.Status) {
+	logger := klog.FromContext(ctx)
+	if reason := pl.scope.skipReason(pod); reason != "" {
+		logger.V(5).Info("ArchFilter does not apply", "pod", klog.KObj(pod), "reason", reason)
+		return nil, fwk.NewStatus(fwk.Skip)
+	}
+	d := pl.decide(pod)
+	if d.status != nil {
+		filterRejections.WithLabelValues(d.metricReason).Inc()
+		if !d.retryAt.IsZero() {
+			pl.held.retryAt(pod, d.retryAt)
+		}
+		pl.events.rejected(pod, d)
+		logger.V(4).Info("Pod cannot be placed by platform", "pod", klog.KObj(pod), "reason", d.status.Message())
+		return nil, d.status
+	}
+	if len(d.failures) > 0 {
+		pl.events.failedOpen(pod, d)
+	}
+	if d.set.IsAny() {
+		return nil, fwk.NewStatus(fwk.Skip)
+	}
+	state.Write(preFilterStateKey, &preFilterState{
+		set:                d.set,
+		reason:             ReasonPlatformMismatch + " (" + d.set.String() + ")",
+		tolerateArchTaints: pl.settings.archTaintToleration,
+	})
+	logger.V(4).Info("Pod platforms", "pod", klog.KObj(pod), "platforms", d.set.String())
+
+	names, total := pl.nodes.matching(d.set)
+	switch {
+	case names.Len() == 0 && total > 0:
+		filterRejections.WithLabelValues("NoNodeOfPlatform").Inc()
+		return nil, statusf(fwk.UnschedulableAndUnresolvable, "%s (%s)", ReasonNoNodeOfPlatform, d.set)
+	case names.Len() == total:
+		// Every node runs the pod: Filter would accept them all.
+		return nil, fwk.NewStatus(fwk.Skip)
+	case names.Len()*2 <= total:
+		return &framework.PreFilterResult{NodeNames: names}, nil
+	}
+	return nil, nil
+}
+
+// PreFilterExtensions returns nil: the decision does not depend on other pods.
+func (pl *ArchFilter) PreFilterExtensions() framework.PreFilterExtensions { return nil }
+
+// Filter rejects nodes whose os/arch (and Windows build) the pod's images do
+// not support. The accept path does not allocate. A node that reports no
+// os/arch at all is accepted: there is nothing to judge it by.
+func (pl *ArchFilter) Filter(_ context.Context, state fwk.CycleState, _ *v1.Pod, nodeInfo fwk.NodeInfo) *fwk.Status {
+	s, err := readState(state)
+	if err != nil {
+		return fwk.AsStatus(err)
+	}
+	np, ok := platform.FromNode(nodeInfo.Node())
+	if !ok || s.set.MatchesNode(np) {
+		return nil
+	}
+	nodeRejections.Inc()
+	return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, s.reason)
+}
+
+// resolvedPlatforms is the set the pod may run on, or an error saying why not;
+// used by queueing hints and the taint wrapper.
+func (pl *ArchFilter) resolvedPlatforms(pod *v1.Pod) (platform.Set, bool) {
+	d := pl.decide(pod)
+	return d.set, d.status == nil
+}
+
+// sortedFailureReasons lists distinct resolver reasons (for events).
+func sortedFailureReasons(errs []error) []string {
+	set := sets.New[string]()
+	for _, err := range errs {
+		set.Insert(string(resolver.ReasonOf(err)))
+	}
+	out := set.UnsortedList()
+	sort.Strings(out)
+	return out
+}

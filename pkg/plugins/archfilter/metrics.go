@@ -1,0 +1,58 @@
+package archfilter
+
+import (
+	"sync"
+
+	"k8s.io/component-base/metrics"
+	"k8s.io/component-base/metrics/legacyregistry"
+)
+
+const subsystem = "archfilter"
+
+var (
+	podsHeld = metrics.NewCounter(&metrics.CounterOpts{
+		Subsystem:      subsystem,
+		Name:           "pods_held_total",
+		Help:           "Pods held at PreEnqueue while their image platforms resolve.",
+		StabilityLevel: metrics.ALPHA,
+	})
+	podsReleased = metrics.NewCounterVec(&metrics.CounterOpts{
+		Subsystem:      subsystem,
+		Name:           "pods_released_total",
+		Help:           "Held pods released, by reason: resolved, timeout (maxWait) or deleted.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"reason"})
+	podWaitSeconds = metrics.NewHistogram(&metrics.HistogramOpts{
+		Subsystem:      subsystem,
+		Name:           "pod_wait_seconds",
+		Help:           "How long pods were held before their image platforms were known.",
+		Buckets:        metrics.ExponentialBuckets(0.01, 2, 14),
+		StabilityLevel: metrics.ALPHA,
+	})
+	filterRejections = metrics.NewCounterVec(&metrics.CounterOpts{
+		Subsystem:      subsystem,
+		Name:           "prefilter_rejections_total",
+		Help:           "Scheduling cycles in which ArchFilter rejected a pod before Filter, by reason.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"reason"})
+	nodeRejections = metrics.NewCounter(&metrics.CounterOpts{
+		Subsystem:      subsystem,
+		Name:           "filter_node_rejections_total",
+		Help:           "Nodes rejected by Filter because their platform does not run the pod's images.",
+		StabilityLevel: metrics.ALPHA,
+	})
+	failOpen = metrics.NewCounter(&metrics.CounterOpts{
+		Subsystem:      subsystem,
+		Name:           "fail_open_total",
+		Help:           "Scheduling cycles in which unresolved images were ignored under failurePolicy Ignore.",
+		StabilityLevel: metrics.ALPHA,
+	})
+)
+
+var registerOnce sync.Once
+
+func registerMetrics() {
+	registerOnce.Do(func() {
+		legacyregistry.MustRegister(podsHeld, podsReleased, podWaitSeconds, filterRejections, nodeRejections, failOpen)
+	})
+}

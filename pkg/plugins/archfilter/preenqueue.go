@@ -1,0 +1,271 @@
+package archfilter
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/utils/clock"
+
+	"github.com/archfilter/archfilter/apis/annotations"
+	"github.com/archfilter/archfilter/pkg/resolver"
+)
+
+// ReasonWaiting is PreEnqueue's reason while a pod's images resolve.
+const ReasonWaiting = "waiting for the platforms of the pod's images to be resolved"
+
+// slowWait is how long a pod waits before an event tells people why.
+const slowWait = 3 * time.Second
+
+// PreEnqueue admits a pod whose images all have a cached answer. Otherwise it
+// starts resolving the missing ones on the resolver's workers and holds the
+// pod; a resolver callback or the maxWait timer releases it with Activate.
+// It only reads memory and never blocks: it runs under the queue's lock.
+func (pl *ArchFilter) PreEnqueue(ctx context.Context, pod *v1.Pod) *fwk.Status {
+	if pl.scope.skipReason(pod) != "" {
+		return nil
+	}
+	if _, declared := pod.Annotations[annotations.Platforms]; declared {
+		return nil
+	}
+	creds := pl.credentials.ForPod(pod)
+	if pl.allKnown(pod, creds) {
+		pl.held.release(pod.UID, releaseResolved)
+		return nil
+	}
+	if !pl.held.hold(pod, pl.settings.maxWait) {
+		// maxWait is over: admit, and PreFilter applies the failure policy to
+		// whatever is still unknown.
+		pl.held.release(pod.UID, releaseTimeout)
+		return nil
+	}
+	forEachImage(pod, func(image string) bool {
+		req := request(image, creds)
+		if _, ok := pl.resolver.Lookup(req); ok || !pl.held.dispatch(pod.UID, image) {
+			return true
+		}
+		klog.FromContext(ctx).V(4).Info("Resolving image platforms", "pod", klog.KObj(pod), "image", image)
+		pl.resolver.ResolveAsync(req, func(resolver.Result) { pl.held.resolved(pod, image) })
+		return true
+	})
+	return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, ReasonWaiting)
+}
+
+// releaseReason labels the pods_released metric.
+type releaseReason string
+
+const (
+	releaseResolved releaseReason = "resolved"
+	releaseTimeout  releaseReason = "timeout"
+	releaseDeleted  releaseReason = "deleted"
+)
+
+// heldPods tracks pods PreEnqueue is holding back, and makes sure every one of
+// them is released: the scheduler's periodic flush skips pods rejected at
+// PreEnqueue, so a pod we forget would wait forever.
+type heldPods struct {
+	clock    clock.WithDelayedExecution
+	activate func(map[string]*v1.Pod)
+	// onSlow is called (outside the lock) for a pod still held after slowWait.
+	onSlow func(pod *v1.Pod, pending []string)
+	// onResolved is called (outside the lock) when a held pod's images resolved.
+	onResolved func(pod *v1.Pod)
+
+	mu      sync.Mutex
+	pods    map[types.UID]*heldPod
+	retries map[types.UID]clock.Timer
+	stopped bool
+}
+
+type heldPod struct {
+	pod      *v1.Pod
+	since    time.Time
+	expired  bool // maxWait passed: the next PreEnqueue admits the pod
+	timers   []clock.Timer
+	inFlight sets.Set[string]
+}
+
+func newHeldPods(c clock.WithDelayedExecution, activate func(map[string]*v1.Pod)) *heldPods {
+	return &heldPods{
+		clock:      c,
+		activate:   activate,
+		onSlow:     func(*v1.Pod, []string) {},
+		onResolved: func(*v1.Pod) {},
+		pods:       map[types.UID]*heldPod{},
+		retries:    map[types.UID]clock.Timer{},
+	}
+}
+
+// hold records pod as held and returns true, or returns false when the pod has
+// already been held for maxWait.
+func (h *heldPods) hold(pod *v1.Pod, maxWait time.Duration) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if e, ok := h.pods[pod.UID]; ok {
+		e.pod = pod
+		return !e.expired
+	}
+	e := &heldPod{pod: pod, since: h.clock.Now(), inFlight: sets.New[string]()}
+	h.pods[pod.UID] = e
+	uid := pod.UID
+	e.timers = append(e.timers,
+		h.clock.AfterFunc(maxWait, func() { h.expire(uid) }),
+		h.clock.AfterFunc(min(slowWait, maxWait/2), func() { h.slow(uid) }))
+	podsHeld.Inc()
+	return true
+}
+
+// dispatch marks image as being resolved for the pod; false when it already is.
+func (h *heldPods) dispatch(uid types.UID, image string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	e, ok := h.pods[uid]
+	if !ok || e.inFlight.Has(image) {
+		return false
+	}
+	e.inFlight.Insert(image)
+	return true
+}
+
+// resolved is the resolver callback: once nothing is in flight for the pod it
+// goes back to the active queue, where PreEnqueue finds its answers cached.
+func (h *heldPods) resolved(pod *v1.Pod, image string) {
+	h.mu.Lock()
+	if e, ok := h.pods[pod.UID]; ok {
+		e.inFlight.Delete(image)
+		if e.inFlight.Len() > 0 {
+			h.mu.Unlock()
+			return
+		}
+		pod = e.pod
+	}
+	stopped := h.stopped
+	h.mu.Unlock()
+	if !stopped {
+		h.onResolved(pod)
+	}
+	// Without an entry the pod may have been admitted after maxWait and
+	// rejected by PreFilter; activating it lets it use the answer now.
+	if !stopped {
+		h.activate(map[string]*v1.Pod{podKey(pod): pod})
+	}
+}
+
+func (h *heldPods) expire(uid types.UID) {
+	h.mu.Lock()
+	e, ok := h.pods[uid]
+	if ok {
+		e.expired = true
+	}
+	stopped := h.stopped
+	h.mu.Unlock()
+	if ok && !stopped {
+		h.activate(map[string]*v1.Pod{podKey(e.pod): e.pod})
+	}
+}
+
+func (h *heldPods) slow(uid types.UID) {
+	h.mu.Lock()
+	e, ok := h.pods[uid]
+	var pending []string
+	var pod *v1.Pod
+	if ok && !e.expired && e.inFlight.Len() > 0 {
+		pending, pod = sets.List(e.inFlight), e.pod
+	}
+	h.mu.Unlock()
+	if pod != nil {
+		h.onSlow(pod, pending)
+	}
+}
+
+// release forgets a held pod and records how long it waited.
+func (h *heldPods) release(uid types.UID, reason releaseReason) {
+	h.mu.Lock()
+	e, ok := h.pods[uid]
+	if ok {
+		delete(h.pods, uid)
+		for _, t := range e.timers {
+			t.Stop()
+		}
+	}
+	h.mu.Unlock()
+	if ok {
+		podsReleased.WithLabelValues(string(reason)).Inc()
+		podWaitSeconds.Observe(h.clock.Since(e.since).Seconds())
+	}
+}
+
+// retryAt activates pod at t, once; used to retry resolution under the Fail
+// policy when the cached failure expires.
+func (h *heldPods) retryAt(pod *v1.Pod, t time.Time) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if _, ok := h.retries[pod.UID]; ok || h.stopped {
+		return
+	}
+	uid := pod.UID
+	h.retries[uid] = h.clock.AfterFunc(max(t.Sub(h.clock.Now()), time.Second), func() {
+		h.mu.Lock()
+		delete(h.retries, uid)
+		stopped := h.stopped
+		h.mu.Unlock()
+		if !stopped {
+			h.activate(map[string]*v1.Pod{podKey(pod): pod})
+		}
+	})
+}
+
+// forgetDeletedPods drops state for pods deleted while held or retrying.
+func (h *heldPods) forgetDeletedPods(informer cache.SharedIndexInformer) error {
+	_, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		DeleteFunc: func(obj any) {
+			if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = d.Obj
+			}
+			pod, ok := obj.(*v1.Pod)
+			if !ok {
+				return
+			}
+			h.release(pod.UID, releaseDeleted)
+			h.mu.Lock()
+			if t, ok := h.retries[pod.UID]; ok {
+				t.Stop()
+				delete(h.retries, pod.UID)
+			}
+			h.mu.Unlock()
+		},
+	})
+	return err
+}
+
+// stop ends every timer; the scheduler is shutting down.
+func (h *heldPods) stop() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.stopped = true
+	for _, e := range h.pods {
+		for _, t := range e.timers {
+			t.Stop()
+		}
+	}
+	for _, t := range h.retries {
+		t.Stop()
+	}
+}
+
+// heldCount is the number of pods currently held (for tests and metrics).
+func (h *heldPods) heldCount() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.pods)
+}
+
+func podKey(pod *v1.Pod) string {
+	return pod.Namespace + "/" + pod.Name
+}

@@ -1,0 +1,83 @@
+package archfilter
+
+import (
+	"context"
+
+	v1 "k8s.io/api/core/v1"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+
+	"github.com/archfilter/archfilter/apis/annotations"
+	"github.com/archfilter/archfilter/pkg/platform"
+)
+
+const preScoreStateKey fwk.StateKey = "PreScore" + Name
+
+type preScoreState struct {
+	preferences []preference
+	maxWeight   int64
+}
+
+func (s *preScoreState) Clone() fwk.StateData { return s }
+
+// PreScore picks the pod's platform preferences: its own annotation, else the
+// configured preferredPlatforms. Without any, scoring is skipped.
+func (pl *ArchFilter) PreScore(_ context.Context, state fwk.CycleState, pod *v1.Pod, _ []fwk.NodeInfo) *fwk.Status {
+	prefs := pl.settings.preferences
+	if value, ok := pod.Annotations[annotations.PreferredPlatforms]; ok {
+		parsed, err := parsePreferences(value)
+		if err != nil {
+			// A bad preference is not worth failing the pod over: fall back to
+			// the configured ones and say so.
+			pl.events.invalidPreference(pod, err)
+		} else {
+			prefs = parsed
+		}
+	}
+	if len(prefs) == 0 {
+		return fwk.NewStatus(fwk.Skip)
+	}
+	s := &preScoreState{preferences: prefs}
+	for _, p := range prefs {
+		s.maxWeight = max(s.maxWeight, p.weight)
+	}
+	state.Write(preScoreStateKey, s)
+	return nil
+}
+
+// Score is the weight of the best preference the node's platform matches.
+func (pl *ArchFilter) Score(_ context.Context, state fwk.CycleState, _ *v1.Pod, nodeInfo fwk.NodeInfo) (int64, *fwk.Status) {
+	data, err := state.Read(preScoreStateKey)
+	if err != nil {
+		return 0, fwk.AsStatus(err)
+	}
+	s := data.(*preScoreState)
+	np, ok := platform.FromNode(nodeInfo.Node())
+	if !ok {
+		return 0, nil
+	}
+	var score int64
+	for i := range s.preferences {
+		if s.preferences[i].platform.Matches(np) {
+			score = max(score, s.preferences[i].weight)
+		}
+	}
+	return score, nil
+}
+
+// ScoreExtensions returns the normaliser.
+func (pl *ArchFilter) ScoreExtensions() framework.ScoreExtensions { return pl }
+
+// NormalizeScore scales weights so the most preferred platform gets the
+// framework's maximum node score.
+func (pl *ArchFilter) NormalizeScore(_ context.Context, state fwk.CycleState, _ *v1.Pod, scores framework.NodeScoreList) *fwk.Status {
+	data, err := state.Read(preScoreStateKey)
+	if err != nil {
+		return fwk.AsStatus(err)
+	}
+	maxWeight := data.(*preScoreState).maxWeight
+	for i := range scores {
+		scores[i].Score = scores[i].Score * framework.MaxNodeScore / maxWeight
+	}
+	return nil
+}

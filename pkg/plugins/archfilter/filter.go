@@ -140,7 +140,7 @@ func (pl *ArchFilter) retryTime(pod *v1.Pod, v verdict) time.Time {
 // PreFilter computes the pod's allowed platform set once per cycle. It returns
 // Skip when the pod is unconstrained, and narrows the cycle to the nodes of
 // the allowed platforms when they are a minority of the cluster.
-func (pl *ArchFilter) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, _ []fwk.NodeInfo) (*framework.PreFilterResult, *fwk.Status) {
+func (pl *ArchFilter) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) (*framework.PreFilterResult, *fwk.Status) {
 	logger := klog.FromContext(ctx)
 	if reason := pl.scope.skipReason(pod); reason != "" {
 		logger.V(5).Info("ArchFilter does not apply", "pod", klog.KObj(pod), "reason", reason)
@@ -171,7 +171,12 @@ func (pl *ArchFilter) PreFilter(ctx context.Context, state fwk.CycleState, pod *
 
 	names, total := pl.nodes.matching(d.set)
 	switch {
-	case names.Len() == 0 && total > 0:
+	case total != len(nodes):
+		// The index is fed by its own informer listener, which may lag the
+		// scheduler's snapshot (a node just added). Let Filter read the
+		// snapshot rather than narrow the cycle on stale data.
+		return nil, nil
+	case names.Len() == 0:
 		filterRejections.WithLabelValues("NoNodeOfPlatform").Inc()
 		return nil, statusf(fwk.UnschedulableAndUnresolvable, "%s (%s)", ReasonNoNodeOfPlatform, d.set)
 	case names.Len() == total:

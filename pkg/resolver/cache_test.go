@@ -1,0 +1,110 @@
+package resolver
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	testingclock "k8s.io/utils/clock/testing"
+
+	"github.com/archfilter/archfilter/internal/registrytest"
+)
+
+func TestCacheEviction(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	entry := func(kind entryKind, ref string, ttl time.Duration) *cacheEntry {
+		return &cacheEntry{key: cacheKey{kind, anonymousScope, ref}, expires: t0.Add(ttl)}
+	}
+	for _, tc := range []struct {
+		name string
+		max  int
+		puts []*cacheEntry
+		now  time.Time
+		want []string // refs left, in any layer
+	}{
+		{
+			name: "oldest goes first when nothing expired",
+			max:  3,
+			puts: []*cacheEntry{entry(tagEntry, "a", time.Hour), entry(digestEntry, "b", time.Hour), entry(negativeEntry, "c", time.Hour), entry(tagEntry, "d", time.Hour)},
+			now:  t0,
+			want: []string{"b", "c", "d"},
+		},
+		{
+			name: "an expired entry goes before older live ones",
+			max:  3,
+			puts: []*cacheEntry{entry(digestEntry, "a", time.Hour), entry(tagEntry, "b", time.Hour), entry(negativeEntry, "c", time.Second), entry(tagEntry, "d", time.Hour)},
+			now:  t0.Add(time.Minute),
+			want: []string{"a", "b", "d"},
+		},
+		{
+			name: "replacing does not evict",
+			max:  2,
+			puts: []*cacheEntry{entry(tagEntry, "a", time.Hour), entry(tagEntry, "b", time.Hour), entry(tagEntry, "a", time.Hour)},
+			now:  t0,
+			want: []string{"a", "b"},
+		},
+		{
+			name: "a replaced entry is young again",
+			max:  2,
+			puts: []*cacheEntry{entry(tagEntry, "a", time.Hour), entry(tagEntry, "b", time.Hour), entry(tagEntry, "a", time.Hour), entry(tagEntry, "c", time.Hour)},
+			now:  t0,
+			want: []string{"a", "c"},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sizes := []int{}
+			c := newCache(tc.max, func(n int) { sizes = append(sizes, n) })
+			for _, e := range tc.puts {
+				c.put(e, tc.now)
+			}
+			var got []string
+			for _, ref := range []string{"a", "b", "c", "d"} {
+				for kind := range numKinds {
+					if c.get(cacheKey{kind, anonymousScope, ref}) != nil {
+						got = append(got, ref)
+					}
+				}
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("entries left (-want,+got):\n%s", diff)
+			}
+			for _, n := range sizes {
+				if n > tc.max {
+					t.Errorf("size reached %d, bound %d", n, tc.max)
+				}
+			}
+		})
+	}
+}
+
+// TestMaxEntries resolves more images than the cache holds.
+func TestMaxEntries(t *testing.T) {
+	m := registrytest.NewMemory(t)
+	f := m.Fixtures(t)
+	clk := testingclock.NewFakeClock(time.Now())
+	const max = 7
+	r := newTestResolver(t, Options{Clock: clk, Cache: CacheOptions{MaxEntries: max}})
+	var last string
+	for i := range 10 {
+		last = f.Index(fmt.Sprintf("app%d:v1", i), registrytest.OCI, "linux/amd64").Ref
+		if res := r.Resolve(testContext(t), Request{Image: last}); res.Err != nil {
+			t.Fatal(res.Err)
+		}
+		if n := r.cache.len(); n > max {
+			t.Fatalf("after %d images the cache holds %d entries, bound %d", i+1, n, max)
+		}
+		// A failure takes room too.
+		r.Resolve(testContext(t), Request{Image: m.Host() + fmt.Sprintf("/missing%d:v1", i)})
+		if n := r.cache.len(); n > max {
+			t.Fatalf("after %d failures the cache holds %d entries, bound %d", i+1, n, max)
+		}
+		clk.Step(time.Second)
+	}
+	if n := r.cache.len(); n != max {
+		t.Errorf("cache holds %d entries, want it full at %d", n, max)
+	}
+	if _, found := r.Lookup(Request{Image: last}); !found {
+		t.Error("the newest image was evicted")
+	}
+}

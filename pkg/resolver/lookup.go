@@ -1,6 +1,7 @@
 package resolver
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"strings"
@@ -153,6 +154,15 @@ func candidates(req Request, host string) []Credential {
 		return nil
 	}
 	return req.Credentials.For(host)
+}
+
+// fetchCandidates is candidates for a worker about to fetch: it may wait for
+// slow sources (credential provider plugins), which For must never do.
+func fetchCandidates(ctx context.Context, req Request, host string) []Credential {
+	if cc, ok := req.Credentials.(ContextCredentials); ok {
+		return cc.ForContext(ctx, host)
+	}
+	return candidates(req, host)
 }
 
 // credentialID is the credential's cache scope. Credentials without an ID get one derived

@@ -146,7 +146,7 @@ func (r *Resolver) fetch(ctx context.Context, req Request, ref *imageRef) Result
 
 func (r *Resolver) fetchEndpoint(ctx context.Context, req Request, ref *imageRef, ep Endpoint) (Result, *Error) {
 	var last *Error
-	cands := candidates(req, ep.Host)
+	cands := fetchCandidates(ctx, req, ep.Host)
 	for i := 0; i < max(len(cands), 1); i++ {
 		var cred *Credential
 		if len(cands) > 0 {

@@ -42,6 +42,14 @@ type Credentials interface {
 	For(registry string) []Credential
 }
 
+// ContextCredentials is implemented by credential sources with slow members
+// (credential provider plugins): For answers from what is at hand, and workers
+// about to fetch call ForContext, which may wait for them.
+type ContextCredentials interface {
+	Credentials
+	ForContext(ctx context.Context, registry string) []Credential
+}
+
 // Credential is one username/password or token, with where it came from.
 type Credential struct {
 	// Source names the credential for people, never its secret part:
@@ -59,6 +67,15 @@ type Credential struct {
 	IdentityToken string
 	RegistryToken string
 }
+
+// String names the credential without its secret part, so that logging or
+// printing one never leaks it.
+func (c Credential) String() string {
+	return fmt.Sprintf("credential from %s (id %.12s)", c.Source, c.ID)
+}
+
+// GoString is String, for %#v.
+func (c Credential) GoString() string { return c.String() }
 
 // Reason classifies failures for events, metrics (low cardinality) and policy.
 type Reason string

@@ -348,8 +348,8 @@ func (r *fakeResolver) deny(point string, fn func()) {
 // Fake credentials and activator
 
 type fakeCredentials struct {
-	mu   sync.Mutex
-	pods []string
+	mu    sync.Mutex
+	calls int
 }
 
 type anonymous struct{}
@@ -359,7 +359,7 @@ func (anonymous) For(string) []resolver.Credential { return nil }
 func (c *fakeCredentials) ForPod(pod *v1.Pod) resolver.Credentials {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.pods = append(c.pods, pod.Namespace+"/"+pod.Name)
+	c.calls++
 	return anonymous{}
 }
 
@@ -419,7 +419,7 @@ type harnessConfig struct {
 }
 
 type harness struct {
-	t       *testing.T
+	t       testing.TB
 	pl      *ArchFilter
 	res     *fakeResolver
 	creds   *fakeCredentials
@@ -466,8 +466,10 @@ func (w *watchTracker) has(resources ...string) bool {
 	return w.started.HasAll(resources...)
 }
 
-func newHarness(t *testing.T, ctx context.Context, hc harnessConfig) *harness {
+func newHarness(t testing.TB, ctx context.Context, hc harnessConfig) *harness {
 	t.Helper()
+	// Informers and the plugin's timers stop before Shutdown waits for them.
+	ctx, cancel := context.WithCancel(ctx)
 	if hc.args == nil {
 		hc.args = defaultArgs(t)
 	}
@@ -501,7 +503,10 @@ func newHarness(t *testing.T, ctx context.Context, hc harnessConfig) *harness {
 		t.Fatalf("newPlugin: %v", err)
 	}
 	factory.Start(ctx.Done())
-	t.Cleanup(factory.Shutdown)
+	t.Cleanup(func() {
+		cancel()
+		factory.Shutdown()
+	})
 	for typ, ok := range factory.WaitForCacheSync(ctx.Done()) {
 		if !ok {
 			t.Fatalf("informer for %v did not sync", typ)

@@ -1,6 +1,7 @@
 package archfilter
 
 import (
+	"context"
 	"sort"
 	"strings"
 	"testing"
@@ -156,9 +157,9 @@ func TestPreEnqueueScope(t *testing.T) {
 				tc.args(args)
 			}
 			h := newHarness(t, ctx, harnessConfig{args: args, objects: tc.objects})
-			if args.NamespaceSelector != nil {
+			if h.pl.scope.namespaces != nil {
 				h.poll(ctx, "namespaces in the informer", func() bool {
-					_, err := h.factory.Core().V1().Namespaces().Lister().Get("other")
+					_, err := h.pl.scope.namespaces.Get("other")
 					return err == nil
 				})
 			}
@@ -407,6 +408,10 @@ func TestPreEnqueueSlowEvent(t *testing.T) {
 }
 
 func sorted(s ...string) []string {
+	if s == nil {
+		return nil
+	}
+	s = append([]string(nil), s...)
 	sort.Strings(s)
 	return s
 }
@@ -498,4 +503,49 @@ func TestHeldPodsExpireRacesWithPreEnqueue(t *testing.T) {
 		t.Fatal("the maxWait timer never fired")
 	}
 	h.stop()
+}
+
+func TestPreEnqueueResolutionFailureAnnounced(t *testing.T) {
+	ctx := testContext(t)
+	h := newHarness(t, ctx, harnessConfig{})
+	pod := makePod("p", imgNewMain).Obj()
+	h.preEnqueue(ctx, pod)
+	failure := &resolver.Error{Image: imgNewMain, Registry: "registry.example.com", CredentialSource: "anonymous", StatusCode: 404, Reason: resolver.ReasonNotFound}
+	h.res.complete(imgNewMain, resolver.Result{Err: failure, Expires: h.clock.Now().Add(time.Minute)})
+	if got := h.act.activations("default/p"); got != 1 {
+		t.Errorf("activations = %d, want 1", got)
+	}
+	want := []string{"Warning " + EventResolutionFailed + " " + failure.Error()}
+	if diff := cmp.Diff(want, withReason(h.events(), EventResolutionFailed)); diff != "" {
+		t.Errorf("failure events (-want,+got):\n%s", diff)
+	}
+	// The failure is a cached answer: PreEnqueue admits, PreFilter applies the policy.
+	if diff := cmp.Diff(success, statusOf(h.preEnqueue(ctx, pod))); diff != "" {
+		t.Errorf("PreEnqueue after a failed resolution (-want,+got):\n%s", diff)
+	}
+}
+
+// TestHeldPodsStopWithContext: once the plugin's context is done, no timer or
+// callback activates pods (the queue is gone).
+func TestHeldPodsStopWithContext(t *testing.T) {
+	ctx := testContext(t)
+	h := newHarness(t, ctx, harnessConfig{})
+	pluginCtx, cancel := context.WithCancel(ctx)
+	pl, err := newPlugin(pluginCtx, defaultArgs(t), h.handle, deps{resolver: h.res, credentials: h.creds, clock: h.clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod := makePod("p", imgNewMain).Obj()
+	pl.PreEnqueue(ctx, pod)
+	cancel()
+	h.poll(ctx, "held pods to stop", func() bool {
+		pl.held.mu.Lock()
+		defer pl.held.mu.Unlock()
+		return pl.held.stopped
+	})
+	h.clock.Step(pl.settings.maxWait)
+	h.res.complete(imgNewMain, resolver.Result{Platforms: mustSet(t, "linux/amd64")})
+	if got := h.act.keys(); len(got) != 0 {
+		t.Errorf("activations after stop: %v", got)
+	}
 }

@@ -2,35 +2,63 @@ package archfilter
 
 import (
 	"context"
-	"errors"
+	"fmt"
 
-	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 
 	"github.com/archfilter/archfilter/apis/config"
 	"github.com/archfilter/archfilter/pkg/resolver"
+	"github.com/archfilter/archfilter/pkg/resolver/credentials"
+	"github.com/archfilter/archfilter/pkg/resolver/transport"
 )
 
-// newRegistryDeps builds the registry resolver and credential store from args.
-// TODO(wiring): replace with pkg/resolver and pkg/resolver/credentials once they land.
-func newRegistryDeps(_ context.Context, _ *config.ArchFilterArgs, _ framework.Handle) (deps, error) {
-	return deps{resolver: unwiredResolver{}, credentials: noCredentials{}}, nil
+// newRegistryDeps builds what talks to registries from args: the transport
+// (TLS, mirrors, address and host policy, rate limits, breakers), the resolver
+// and its worker pool (stopped with ctx), and the informer-backed credentials.
+func newRegistryDeps(ctx context.Context, args *config.ArchFilterArgs, h framework.Handle) (deps, error) {
+	registries := make([]transport.Registry, 0, len(args.Registries))
+	for _, r := range args.Registries {
+		registries = append(registries, transport.Registry{Host: r.Host, Insecure: r.Insecure, CAFile: r.CAFile, Mirrors: r.Mirrors})
+	}
+	tr, err := transport.New(transport.Options{
+		Registries: registries,
+		Allowed:    args.AllowedRegistries,
+		Denied:     args.DeniedRegistries,
+	})
+	if err != nil {
+		return deps{}, fmt.Errorf("args: %w", err)
+	}
+	r, err := resolver.New(resolver.Options{
+		Workers:        int(args.Workers),
+		ResolveTimeout: args.ResolveTimeout.Duration,
+		Cache: resolver.CacheOptions{
+			MaxEntries:  int(args.Cache.MaxEntries),
+			TagTTL:      args.Cache.TagTTL.Duration,
+			DigestTTL:   args.Cache.DigestTTL.Duration,
+			NegativeTTL: args.Cache.NegativeTTL.Duration,
+		},
+		Transport: tr.RoundTripper(),
+		Endpoints: tr.Endpoints,
+	})
+	if err != nil {
+		return deps{}, err
+	}
+	resolver.RegisterMetrics()
+	transport.RegisterMetrics()
+	go r.Run(ctx)
+
+	opts := credentials.Options{
+		DockerConfigFile:         args.DockerConfigFile,
+		CredentialProviderConfig: args.CredentialProviderConfig,
+		CredentialProviderBinDir: args.CredentialProviderBinDir,
+	}
+	if s := args.GlobalPullSecret; s != nil {
+		opts.GlobalPullSecret = &types.NamespacedName{Namespace: s.Namespace, Name: s.Name}
+	}
+	store, err := credentials.NewStore(h.SharedInformerFactory(), opts)
+	if err != nil {
+		return deps{}, fmt.Errorf("args credentials: %w", err)
+	}
+	return deps{resolver: r, credentials: store}, nil
 }
-
-type unwiredResolver struct{}
-
-var errUnwired = &resolver.Error{Reason: resolver.ReasonUnreachable, CredentialSource: "anonymous", Err: errors.New("registry resolver not configured")}
-
-func (unwiredResolver) Lookup(req resolver.Request) (resolver.Result, bool) {
-	return resolver.Result{Err: errUnwired}, true
-}
-func (unwiredResolver) ResolveAsync(req resolver.Request, done func(resolver.Result)) {
-	go done(resolver.Result{Err: errUnwired})
-}
-func (unwiredResolver) Resolve(context.Context, resolver.Request) resolver.Result {
-	return resolver.Result{Err: errUnwired}
-}
-
-type noCredentials struct{}
-
-func (noCredentials) ForPod(*v1.Pod) resolver.Credentials { return nil }

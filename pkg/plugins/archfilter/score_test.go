@@ -1,0 +1,196 @@
+package archfilter
+
+import (
+	"context"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	v1 "k8s.io/api/core/v1"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+
+	"github.com/archfilter/archfilter/apis/annotations"
+	"github.com/archfilter/archfilter/apis/config"
+)
+
+// scoreCycle drives PreFilter, Filter, PreScore, Score and NormalizeScore as
+// the framework does, and returns PreScore's status and the normalised score
+// of every feasible node.
+func (h *harness) scoreCycle(ctx context.Context, pod *v1.Pod) (statusResult, map[string]int64) {
+	h.t.Helper()
+	state, pfr, status := h.preFilter(ctx, pod)
+	if !status.IsSuccess() && status.Code() != fwk.Skip {
+		h.t.Fatalf("PreFilter: %v", status)
+	}
+	var feasible []fwk.NodeInfo
+	for _, ni := range h.infos {
+		if !pfr.AllNodes() && !pfr.NodeNames.Has(ni.Node().Name) {
+			continue
+		}
+		if status.Code() != fwk.Skip {
+			if s := h.filter(ctx, state, pod, ni.Node()); !s.IsSuccess() {
+				continue
+			}
+		}
+		feasible = append(feasible, ni)
+	}
+	var preScore *fwk.Status
+	h.res.deny("PreScore", func() { preScore = h.pl.PreScore(ctx, state, pod, feasible) })
+	if !preScore.IsSuccess() {
+		return statusOf(preScore), nil
+	}
+	scores := make(framework.NodeScoreList, 0, len(feasible))
+	h.res.deny("Score", func() {
+		for _, ni := range feasible {
+			s, st := h.pl.Score(ctx, state, pod, ni)
+			if !st.IsSuccess() {
+				h.t.Fatalf("Score(%s): %v", ni.Node().Name, st)
+			}
+			scores = append(scores, framework.NodeScore{Name: ni.Node().Name, Score: s})
+		}
+		if st := h.pl.ScoreExtensions().NormalizeScore(ctx, state, pod, scores); !st.IsSuccess() {
+			h.t.Fatalf("NormalizeScore: %v", st)
+		}
+	})
+	out := map[string]int64{}
+	for _, s := range scores {
+		if s.Score < 0 || s.Score > framework.MaxNodeScore {
+			h.t.Errorf("normalised score of %s is %d, outside [0, %d]", s.Name, s.Score, framework.MaxNodeScore)
+		}
+		out[s.Name] = s.Score
+	}
+	return statusOf(preScore), out
+}
+
+func TestScore(t *testing.T) {
+	configured := []config.PlatformPreference{{Platform: "linux/arm64", Weight: 80}, {Platform: "linux/amd64", Weight: 20}}
+	tests := []struct {
+		name         string
+		preferences  []config.PlatformPreference
+		pod          *v1.Pod
+		wantPreScore statusResult
+		wantScores   map[string]int64
+		wantEvents   []string
+	}{
+		{
+			name:         "configured preferredPlatforms, normalised to MaxNodeScore",
+			preferences:  configured,
+			pod:          makePod("p", imgEverywhere).Obj(),
+			wantPreScore: success,
+			wantScores: map[string]int64{
+				nodeAMD64: 25, nodeARM64: 100, nodeBetaARM64: 100, nodeS390X: 0, nodeWindows: 0, nodeNoPlatform: 0,
+			},
+		},
+		{
+			name:         "only feasible nodes are scored",
+			preferences:  configured,
+			pod:          makePod("p", imgMulti).Obj(),
+			wantPreScore: success,
+			wantScores:   map[string]int64{nodeAMD64: 25, nodeARM64: 100, nodeBetaARM64: 100, nodeNoPlatform: 0},
+		},
+		{
+			name:         "per-pod annotation overrides the configuration",
+			preferences:  configured,
+			pod:          makePod("p", imgEverywhere).Annotation(annotations.PreferredPlatforms, "linux/arm64=100,linux/amd64=10").Obj(),
+			wantPreScore: success,
+			wantScores: map[string]int64{
+				nodeAMD64: 10, nodeARM64: 100, nodeBetaARM64: 100, nodeS390X: 0, nodeWindows: 0, nodeNoPlatform: 0,
+			},
+		},
+		{
+			name:         "per-pod annotation without configured preferences",
+			pod:          makePod("p", imgEverywhere).Annotation(annotations.PreferredPlatforms, " windows/amd64 = 40 , linux/s390x=20").Obj(),
+			wantPreScore: success,
+			wantScores: map[string]int64{
+				nodeAMD64: 0, nodeARM64: 0, nodeBetaARM64: 0, nodeS390X: 50, nodeWindows: 100, nodeNoPlatform: 0,
+			},
+		},
+		{
+			name:         "invalid annotation falls back to the configuration, with an event",
+			preferences:  configured,
+			pod:          makePod("p", imgEverywhere).Annotation(annotations.PreferredPlatforms, "linux/arm64=high").Obj(),
+			wantPreScore: success,
+			wantScores: map[string]int64{
+				nodeAMD64: 25, nodeARM64: 100, nodeBetaARM64: 100, nodeS390X: 0, nodeWindows: 0, nodeNoPlatform: 0,
+			},
+			wantEvents: []string{`Warning ` + EventInvalidPreference + ` Ignoring annotation ` + annotations.PreferredPlatforms + `: "linux/arm64=high": weight must be a whole number from 1 to 100`},
+		},
+		{
+			name:         "invalid annotation (weight out of range) and nothing configured: Skip",
+			pod:          makePod("p", imgEverywhere).Annotation(annotations.PreferredPlatforms, "linux/arm64=101").Obj(),
+			wantPreScore: skip,
+			wantEvents:   []string{`Warning ` + EventInvalidPreference + ` Ignoring annotation ` + annotations.PreferredPlatforms + `: "linux/arm64=101": weight must be a whole number from 1 to 100`},
+		},
+		{
+			name:         "invalid annotation (bad platform)",
+			preferences:  configured,
+			pod:          makePod("p", imgEverywhere).Annotation(annotations.PreferredPlatforms, "arm64=10").Obj(),
+			wantPreScore: success,
+			wantScores: map[string]int64{
+				nodeAMD64: 25, nodeARM64: 100, nodeBetaARM64: 100, nodeS390X: 0, nodeWindows: 0, nodeNoPlatform: 0,
+			},
+			wantEvents: []string{`Warning ` + EventInvalidPreference + ` Ignoring annotation ` + annotations.PreferredPlatforms + `: invalid platform "arm64": want os/arch[/variant]`},
+		},
+		{
+			name:         "no preferences: Skip",
+			pod:          makePod("p", imgEverywhere).Obj(),
+			wantPreScore: skip,
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := testContext(t)
+			args := defaultArgs(t)
+			args.PreferredPlatforms = tc.preferences
+			h := newHarness(t, ctx, harnessConfig{args: args})
+			gotPreScore, gotScores := h.scoreCycle(ctx, tc.pod)
+			if diff := cmp.Diff(tc.wantPreScore, gotPreScore); diff != "" {
+				t.Errorf("PreScore (-want,+got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.wantScores, gotScores); diff != "" {
+				t.Errorf("normalised scores (-want,+got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.wantEvents, h.events()); diff != "" {
+				t.Errorf("events (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestPreScoreOutOfScope: archfilter.io/skip "opts a pod out of ArchFilter
+// entirely", and excluded namespaces hold the cluster's own components; the
+// configured preferences must not steer them either.
+func TestPreScoreOutOfScope(t *testing.T) {
+	tests := []struct {
+		name string
+		pod  *v1.Pod
+	}{
+		{name: "skip annotation", pod: makePod("p", imgEverywhere).Annotation(annotations.Skip, "true").Obj()},
+		{name: "excluded namespace", pod: makePod("p", imgEverywhere).Namespace("kube-system").Obj()},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := testContext(t)
+			args := defaultArgs(t)
+			args.PreferredPlatforms = []config.PlatformPreference{{Platform: "linux/arm64", Weight: 100}}
+			h := newHarness(t, ctx, harnessConfig{args: args})
+			got, scores := h.scoreCycle(ctx, tc.pod)
+			if diff := cmp.Diff(skip, got); diff != "" {
+				t.Errorf("PreScore for a pod out of ArchFilter's scope (-want,+got):\n%s\nscores: %v", diff, scores)
+			}
+		})
+	}
+}
+
+func TestScoreWithoutPreScoreState(t *testing.T) {
+	ctx := testContext(t)
+	h := newHarness(t, ctx, harnessConfig{})
+	state := framework.NewCycleState()
+	pod := makePod("p", imgMulti).Obj()
+	if _, s := h.pl.Score(ctx, state, pod, h.infos[0]); s.Code() != fwk.Error {
+		t.Errorf("Score without PreScore state: %v, want Error", s)
+	}
+	if s := h.pl.NormalizeScore(ctx, state, pod, framework.NodeScoreList{{Name: nodeAMD64, Score: 1}}); s.Code() != fwk.Error {
+		t.Errorf("NormalizeScore without PreScore state: %v, want Error", s)
+	}
+}

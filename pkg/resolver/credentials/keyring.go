@@ -1,0 +1,214 @@
+package credentials
+
+import (
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"sort"
+	"strings"
+
+	"github.com/google/go-containerregistry/pkg/authn"
+	"k8s.io/kubernetes/pkg/credentialprovider"
+
+	"github.com/archfilter/archfilter/pkg/resolver"
+)
+
+// keyring is the credentials of one source (a secret, a file, a provider
+// answer), most specific registry key first, as kubelet orders them.
+type keyring []entry
+
+type entry struct {
+	// key is the registry key normalised like kubelet's: no scheme, lower-case
+	// host, "/v1/" and "/v2/" dropped, e.g. "registry.example.com:5000/team".
+	key  string
+	auth authn.AuthConfig
+	id   string
+}
+
+// String never shows secret material, so a keyring is safe to log.
+func (k keyring) String() string {
+	keys := make([]string, len(k))
+	for i, e := range k {
+		keys[i] = e.key
+	}
+	return fmt.Sprintf("keyring%v", keys)
+}
+
+func (k keyring) GoString() string { return k.String() }
+
+// dockerConfigJSON is the kubernetes.io/dockerconfigjson and config.json format.
+type dockerConfigJSON struct {
+	Auths map[string]authn.AuthConfig `json:"auths"`
+}
+
+// parseDockerConfigJSON parses {"auths": {...}}. Errors never quote the input.
+func parseDockerConfigJSON(b []byte) (keyring, error) {
+	var cfg dockerConfigJSON
+	if err := json.Unmarshal(b, &cfg); err != nil {
+		return nil, errNotDockerConfig
+	}
+	return newKeyring(cfg.Auths), nil
+}
+
+// parseDockercfg parses the legacy kubernetes.io/dockercfg format: the auths
+// map alone.
+func parseDockercfg(b []byte) (keyring, error) {
+	var auths map[string]authn.AuthConfig
+	if err := json.Unmarshal(b, &auths); err != nil {
+		return nil, errNotDockerConfig
+	}
+	return newKeyring(auths), nil
+}
+
+// parseDockerConfigFile accepts either format, as docker config files on
+// nodes come in both.
+func parseDockerConfigFile(b []byte) (keyring, error) {
+	var probe map[string]json.RawMessage
+	if err := json.Unmarshal(b, &probe); err != nil {
+		return nil, errNotDockerConfig
+	}
+	if _, ok := probe["auths"]; ok {
+		return parseDockerConfigJSON(b)
+	}
+	return parseDockercfg(b)
+}
+
+// errNotDockerConfig deliberately hides the JSON error: its text can quote
+// the secret.
+var errNotDockerConfig = fmt.Errorf("not valid docker config JSON")
+
+func newKeyring(auths map[string]authn.AuthConfig) keyring {
+	var k keyring
+	for loc, a := range auths {
+		if a.Username == "" && a.Password == "" && a.IdentityToken == "" && a.RegistryToken == "" {
+			continue // e.g. an entry served by a credsStore, which we cannot run
+		}
+		key, ok := normaliseKey(loc)
+		if !ok {
+			continue // kubelet skips unparsable keys too
+		}
+		a.Auth = "" // decoded into Username/Password already
+		k = append(k, entry{key: key, auth: a, id: credentialID(key, a)})
+	}
+	// Reverse order puts "registry.example.com/team" before
+	// "registry.example.com", the more specific credential first.
+	sort.SliceStable(k, func(i, j int) bool { return k[i].key > k[j].key })
+	return k
+}
+
+// normaliseKey turns a docker config key ("https://index.docker.io/v1/",
+// "registry.example.com/team") into a kubelet match key.
+func normaliseKey(loc string) (string, bool) {
+	v := loc
+	if !strings.HasPrefix(v, "https://") && !strings.HasPrefix(v, "http://") {
+		v = "https://" + v
+	}
+	u, err := url.Parse(v)
+	if err != nil || u.Host == "" {
+		return "", false
+	}
+	p := u.Path
+	if strings.HasPrefix(p, "/v1/") || strings.HasPrefix(p, "/v2/") {
+		p = p[3:]
+	}
+	key := strings.ToLower(u.Host)
+	if p != "" && p != "/" {
+		key += p
+	}
+	return key, true
+}
+
+// dockerHubHosts are the names Docker Hub goes by; a credential keyed by any
+// of them serves images of all (kubelet itself falls back to
+// "index.docker.io" keys for docker.io images).
+var dockerHubHosts = map[string]bool{
+	"docker.io":            true,
+	"index.docker.io":      true,
+	"registry-1.docker.io": true,
+}
+
+// splitTarget splits "host[/path]" and lower-cases the host.
+func splitTarget(s string) (host, path string) {
+	s = strings.TrimPrefix(strings.TrimPrefix(s, "https://"), "http://")
+	host, path, _ = strings.Cut(s, "/")
+	if path != "" {
+		path = "/" + path
+	}
+	return strings.ToLower(host), path
+}
+
+// matches applies kubelet's rules: "*" matches one DNS label, ports must be
+// equal, and a key's path must prefix the target's. A target without a path
+// (a bare registry host, which is what the resolver asks about) matches keys
+// on that host whatever their path.
+func matches(key, target string) bool {
+	kh, kp := splitTarget(key)
+	th, tp := splitTarget(target)
+	if tp == "" {
+		kp = ""
+	}
+	if urlsMatch(kh+kp, th+tp) {
+		return true
+	}
+	if dockerHubHosts[kh] && dockerHubHosts[th] {
+		return urlsMatch("docker.io"+kp, "docker.io"+tp)
+	}
+	return false
+}
+
+func urlsMatch(glob, target string) bool {
+	ok, err := credentialprovider.URLsMatchStr(glob, target)
+	return err == nil && ok
+}
+
+func (k keyring) lookup(target string) []entry {
+	var out []entry
+	for _, e := range k {
+		if matches(e.key, target) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func (e entry) credential(source string) resolver.Credential {
+	return resolver.Credential{
+		Source:        source,
+		ID:            e.id,
+		Username:      e.auth.Username,
+		Password:      e.auth.Password,
+		IdentityToken: e.auth.IdentityToken,
+		RegistryToken: e.auth.RegistryToken,
+	}
+}
+
+// idKey keys the credential IDs. A plain hash of a guessable password can be
+// reversed by trying candidates; a keyed hash cannot without the key, which
+// never leaves the process. IDs only scope the in-memory cache, so they need
+// to be stable for the life of the process, not across restarts.
+var idKey = func() []byte {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		panic(fmt.Sprintf("reading random bytes for credential IDs: %v", err))
+	}
+	return b
+}()
+
+// credentialID is a stable, non-reversible identity of the secret material
+// and the registry key it is for.
+func credentialID(key string, a authn.AuthConfig) string {
+	m := hmac.New(sha256.New, idKey)
+	for _, s := range []string{key, a.Username, a.Password, a.IdentityToken, a.RegistryToken} {
+		// Length prefixes keep ("ab","c") and ("a","bc") apart.
+		var n [8]byte
+		binary.BigEndian.PutUint64(n[:], uint64(len(s)))
+		m.Write(n[:])
+		m.Write([]byte(s))
+	}
+	return hex.EncodeToString(m.Sum(nil))
+}

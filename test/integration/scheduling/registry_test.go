@@ -1,0 +1,184 @@
+package scheduling
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"strings"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
+
+	"github.com/archfilter/archfilter/internal/registrytest"
+	"github.com/archfilter/archfilter/pkg/plugins/archfilter"
+)
+
+// images pushes one image of each kind the issue lists to reg.
+type images struct {
+	multiArch, amd64Only, arm64Only, windowsOnly, s390xIndex string
+}
+
+func pushImages(t *testing.T, reg *registrytest.Memory) images {
+	f := reg.Fixtures(t)
+	return images{
+		multiArch:   f.Index("multi:v1", registrytest.OCI, "linux/amd64", "linux/arm64").Ref,
+		amd64Only:   f.Image("amd64-only:v1", registrytest.Docker, "linux/amd64").Ref,
+		arm64Only:   f.Image("arm64-only:v1", registrytest.OCI, "linux/arm64").Ref,
+		windowsOnly: f.Index("windows-only:v1", registrytest.Docker, "windows/amd64:10.0.17763.6054").Ref,
+		s390xIndex:  f.Attested("s390x-attested:v1", "linux/s390x").Ref,
+	}
+}
+
+func TestImagesLandOnTheirPlatforms(t *testing.T) {
+	reg := registrytest.NewMemory(t)
+	img := pushImages(t, reg)
+	c := startCluster(t, "failurePolicy: Fail", "")
+	mixedNodes(c)
+
+	for _, tc := range []struct {
+		name   string
+		images []string
+		want   sets.Set[string]
+	}{
+		{name: "multi-arch", images: []string{img.multiArch}, want: sets.New("amd64", "arm64")},
+		{name: "amd64-only", images: []string{img.amd64Only}, want: sets.New("amd64")},
+		{name: "arm64-only", images: []string{img.arm64Only}, want: sets.New("arm64")},
+		{name: "windows-only", images: []string{img.windowsOnly}, want: sets.New("windows")},
+		// The attestation entry (unknown/unknown) must not count as a platform.
+		{name: "s390x-with-attestation", images: []string{img.s390xIndex}, want: sets.New("s390x")},
+		// A pod runs where all of its images run.
+		{name: "multi-and-arm64", images: []string{img.multiArch, img.arm64Only}, want: sets.New("arm64")},
+	} {
+		c.pod(tc.name, tc.images)
+	}
+	for _, tc := range []struct {
+		name string
+		want sets.Set[string]
+	}{
+		{"multi-arch", sets.New("amd64", "arm64")},
+		{"amd64-only", sets.New("amd64")},
+		{"arm64-only", sets.New("arm64")},
+		{"windows-only", sets.New("windows")},
+		{"s390x-with-attestation", sets.New("s390x")},
+		{"multi-and-arm64", sets.New("arm64")},
+	} {
+		if got := c.scheduledNode(tc.name); !tc.want.Has(got) {
+			t.Errorf("pod %s scheduled to %s, want one of %v", tc.name, got, sets.List(tc.want))
+		}
+	}
+	if evs := c.eventMessages("arm64-only", archfilter.EventResolved); len(evs) == 0 {
+		t.Errorf("no %s event on a pod that waited for resolution%s", archfilter.EventResolved, c.describe("arm64-only"))
+	}
+}
+
+func TestImagesWithNoCommonPlatform(t *testing.T) {
+	reg := registrytest.NewMemory(t)
+	img := pushImages(t, reg)
+	c := startCluster(t, "failurePolicy: Fail", "")
+	mixedNodes(c)
+	c.pod("amd-and-arm", []string{img.amd64Only, img.arm64Only})
+	if msg := c.unschedulableMessage("amd-and-arm"); !strings.Contains(msg, archfilter.ReasonNoCommonPlatform) {
+		t.Errorf("message %q does not contain %q", msg, archfilter.ReasonNoCommonPlatform)
+	}
+}
+
+// TestUnreachableRegistry covers both failure policies for an image whose
+// registry refuses connections.
+func TestUnreachableRegistry(t *testing.T) {
+	const unreachable = "127.0.0.1:1/app/unreachable:v1"
+	t.Run("Ignore", func(t *testing.T) {
+		c := startCluster(t, "failurePolicy: Ignore\nresolveTimeout: 2s", "")
+		c.node("s390x", "linux", "s390x", "")
+		c.pod("ignored", []string{unreachable})
+		c.scheduledNode("ignored")
+		c.eventually("fail-open event", func(context.Context) (bool, error) {
+			return len(c.eventMessages("ignored", archfilter.EventFailOpen)) > 0, nil
+		})
+	})
+	t.Run("Ignore-with-fallback", func(t *testing.T) {
+		c := startCluster(t, "failurePolicy: Ignore\nresolveTimeout: 2s\nfallbackPlatforms: [linux/amd64]", "")
+		c.node("s390x", "linux", "s390x", "")
+		c.node("amd64", "linux", "amd64", "")
+		c.pod("fallback", []string{unreachable})
+		if got := c.scheduledNode("fallback"); got != "amd64" {
+			t.Errorf("fallback pod on %s, want amd64", got)
+		}
+	})
+	t.Run("Fail", func(t *testing.T) {
+		c := startCluster(t, "failurePolicy: Fail\nresolveTimeout: 2s", "")
+		c.node("amd64", "linux", "amd64", "")
+		c.pod("failed", []string{unreachable})
+		msg := c.unschedulableMessage("failed")
+		for _, want := range []string{archfilter.ReasonResolutionFailed, unreachable, "127.0.0.1:1", "anonymous"} {
+			if !strings.Contains(msg, want) {
+				t.Errorf("message %q does not mention %q", msg, want)
+			}
+		}
+	})
+}
+
+// TestPrivateImageWithPullSecret resolves a private image with the pod's
+// imagePullSecret and fails without it.
+func TestPrivateImageWithPullSecret(t *testing.T) {
+	reg := registrytest.NewMemory(t, registrytest.WithBasicAuth("puller", "s3cret", "private/*"))
+	ref := reg.Fixtures(t).Image("private/app:v1", registrytest.OCI, "linux/arm64").Ref
+	// A short negativeTTL: if the pod is resolved before the scheduler's secret
+	// informer has the secret, the anonymous failure is retried within a second.
+	c := startCluster(t, "failurePolicy: Fail\nresolveTimeout: 2s\ncache: {negativeTTL: 1s}", "")
+	mixedNodes(c)
+
+	auth := base64.StdEncoding.EncodeToString([]byte("puller:s3cret"))
+	secret := &v1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "regcred", Namespace: c.ns},
+		Type:       v1.SecretTypeDockerConfigJson,
+		Data: map[string][]byte{v1.DockerConfigJsonKey: []byte(fmt.Sprintf(
+			`{"auths":{%q:{"auth":%q}}}`, reg.Host(), auth))},
+	}
+	if _, err := c.cs.CoreV1().Secrets(c.ns).Create(c.ctx, secret, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	c.pod("with-secret", []string{ref}, func(p *v1.Pod) {
+		p.Spec.ImagePullSecrets = []v1.LocalObjectReference{{Name: "regcred"}}
+	})
+	if got := c.scheduledNode("with-secret"); got != "arm64" {
+		t.Errorf("private arm64 image scheduled to %s, want arm64", got)
+	}
+
+	c.pod("without-secret", []string{ref})
+	if msg := c.unschedulableMessage("without-secret"); !strings.Contains(msg, "Unauthorized") {
+		t.Errorf("message %q should say the registry refused anonymous access", msg)
+	}
+}
+
+// TestHeldPodIsReleasedByResolution holds a pod while its registry is slow
+// and checks the scheduler did not spend a cycle on it before the answer.
+func TestHeldPodIsReleasedByResolution(t *testing.T) {
+	reg := registrytest.NewMemory(t)
+	ref := reg.Fixtures(t).Image("slow/app:v1", registrytest.OCI, "linux/s390x").Ref
+	release := make(chan struct{})
+	reg.AddFault(registrytest.Fault{Method: "GET", Path: "/v2/slow/app/manifests/", Wait: release, Times: 1})
+	c := startCluster(t, "failurePolicy: Fail\nresolveTimeout: 30s", "")
+	mixedNodes(c)
+
+	c.pod("held", []string{ref})
+	c.eventually("waiting event", func(context.Context) (bool, error) {
+		return len(c.eventMessages("held", archfilter.EventResolving)) > 0, nil
+	})
+	p, err := c.cs.CoreV1().Pods(c.ns).Get(c.ctx, "held", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Held at PreEnqueue: no scheduling attempt, so no PodScheduled condition.
+	for _, cond := range p.Status.Conditions {
+		if cond.Type == v1.PodScheduled {
+			t.Errorf("held pod has a PodScheduled condition %+v: it was scheduled before its images resolved", cond)
+		}
+	}
+	close(release)
+	if got := c.scheduledNode("held"); got != "s390x" {
+		t.Errorf("held pod scheduled to %s, want s390x", got)
+	}
+}

@@ -57,11 +57,11 @@ docker-buildx: ## Build and push a multi-arch image for $(PLATFORMS) (needs Dock
 ##@ Test
 
 .PHONY: test
-test: test-unit test-integration ## Run every test: unit, then integration against the built binary.
+test: test-unit test-integration e2e ## Every test: unit, integration (in-process control plane, real binary), e2e on a local KWOK cluster.
 
 .PHONY: test-unit
 test-unit: ## Unit tests (no network, no control plane).
-	$(GO) test $(GOTESTFLAGS) ./apis/... ./cmd/... ./pkg/...
+	$(GO) test $(GOTESTFLAGS) ./apis/... ./cmd/... ./internal/... ./pkg/...
 
 .PHONY: test-integration
 test-integration: build ## Integration tests: the real binary, control planes and registries.
@@ -80,3 +80,30 @@ verify: ## gofmt, go vet, go mod tidy and codegen must leave no diff.
 .PHONY: clean
 clean: ## Remove build output.
 	rm -rf $(BIN_DIR)
+
+##@ Local clusters: demo and e2e (hack/cluster, hack/demo, test/e2e)
+# Everything is built from the Go module proxy and cached under .cache/
+# (etcd, kube-apiserver, kube-controller-manager, kwok, kwokctl).
+
+E2E_TIMEOUT    ?= 30m
+
+.PHONY: tools
+tools: build ## Build (once, cached in .cache/bin) etcd, kube-apiserver, kube-controller-manager, kwok, kwokctl.
+	ARCHFILTER_SCHEDULER_BINARY=$(abspath $(BINARY)) hack/cluster/tools.sh
+
+.PHONY: demo
+demo: build ## Local KWOK cluster + registries; archfilter as secondary, then as default scheduler.
+	ARCHFILTER_SCHEDULER_BINARY=$(abspath $(BINARY)) hack/demo/demo.sh
+
+.PHONY: demo-down
+demo-down: ## Remove the demo's cluster, registries and state (binaries stay cached).
+	hack/demo/down.sh
+
+.PHONY: e2e
+e2e: build ## End-to-end tests on a local KWOK cluster (brought up and removed; E2E_KEEP_CLUSTER=1 keeps it).
+	E2E_PROVIDER=kwok ARCHFILTER_SCHEDULER_BINARY=$(abspath $(BINARY)) \
+		$(GO) test $(GOTESTFLAGS) -count=1 -timeout $(E2E_TIMEOUT) -v ./test/e2e/...
+
+.PHONY: e2e-kind
+e2e-kind: ## End-to-end tests on a kind cluster (needs Docker, kind, kubectl; cannot run without a Docker engine).
+	E2E_PROVIDER=kind $(GO) test $(GOTESTFLAGS) -count=1 -timeout $(E2E_TIMEOUT) -v ./test/e2e/...

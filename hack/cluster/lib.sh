@@ -1,0 +1,44 @@
+# shellcheck shell=bash disable=SC2034 # the variables are for the scripts that source this
+# Shared settings and helpers for hack/cluster/*.sh. Source it; do not run it.
+#
+# Everything built or started here lives under $ARCHFILTER_CACHE (default
+# <repo>/.cache, git-ignored): binaries under bin/, per-cluster state under the
+# cluster name, registry data under registry/.
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+export ARCHFILTER_CACHE=${ARCHFILTER_CACHE:-$ROOT/.cache}
+
+# Versions of what we build. Kubernetes comes from go.mod so the control plane
+# matches the scheduler; etcd is the one k8s 1.34 is tested with.
+ETCD_VERSION=${ETCD_VERSION:-v3.6.4}
+KWOK_VERSION=${KWOK_VERSION:-v0.8.0}
+KUBE_VERSION=${KUBE_VERSION:-$(cd "$ROOT" && go list -m -f '{{.Version}}' k8s.io/kubernetes)}
+
+TOOLS_DIR=$ARCHFILTER_CACHE/bin
+ETCD_BIN=$TOOLS_DIR/etcd-$ETCD_VERSION/etcd
+APISERVER_BIN=$TOOLS_DIR/kube-$KUBE_VERSION/kube-apiserver
+KCM_BIN=$TOOLS_DIR/kube-$KUBE_VERSION/kube-controller-manager
+KWOK_BIN=$TOOLS_DIR/kwok-$KWOK_VERSION/kwok
+KWOKCTL_BIN=$TOOLS_DIR/kwok-$KWOK_VERSION/kwokctl
+SCHEDULER_BIN=${ARCHFILTER_SCHEDULER_BINARY:-$ROOT/bin/archfilter-scheduler}
+
+CLUSTER_NAME=${CLUSTER_NAME:-archfilter}
+# kwokctl keeps its state in $KWOK_WORKDIR/clusters/<name>; keep it in the cache
+# too so `make demo-down` / `rm -rf .cache` really removes everything.
+export KWOK_WORKDIR=${KWOK_WORKDIR:-$ARCHFILTER_CACHE/kwok}
+export KWOK_KUBE_VERSION=$KUBE_VERSION
+
+# Builds are niced: this is a shared 2-core machine and a link takes ~2 GB.
+NICE=${NICE:-nice -n 10}
+
+log()  { printf '\033[1;34m==>\033[0m %s\n' "$*" >&2; }
+info() { printf '    %s\n' "$*" >&2; }
+warn() { printf '\033[1;33mwarning:\033[0m %s\n' "$*" >&2; }
+die()  { printf '\033[1;31merror:\033[0m %s\n' "$*" >&2; exit 1; }
+
+need_cmd() {
+  command -v "$1" >/dev/null 2>&1 || die "$1 is required but not installed${2:+: $2}"
+}
+
+# since START: seconds elapsed since START (from `date +%s`), for progress lines.
+since() { echo "$(( $(date +%s) - $1 ))s"; }

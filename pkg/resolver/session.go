@@ -21,6 +21,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 	"golang.org/x/sync/singleflight"
 	"k8s.io/utils/clock"
+
+	"github.com/archfilter/archfilter/internal/bounded"
 )
 
 const (
@@ -99,17 +101,7 @@ func (p *sessionPool) get(key sessionKey, create func() (*session, error)) (*ses
 // session costs one handshake.
 func (p *sessionPool) evictLocked() {
 	now := p.clock.Now()
-	for k, s := range p.m {
-		if !now.Before(s.expires) {
-			delete(p.m, k)
-		}
-	}
-	for k := range p.m {
-		if len(p.m) < maxSessions {
-			break
-		}
-		delete(p.m, k)
-	}
+	bounded.Trim(p.m, maxSessions, func(s *session) bool { return !now.Before(s.expires) })
 }
 
 // drop forgets s after the registry refused it, so that the next lookup handshakes again

@@ -3,19 +3,16 @@ package archfilter
 import (
 	"context"
 	"fmt"
-	"sort"
 	"strings"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 
 	"github.com/archfilter/archfilter/apis/config"
 	"github.com/archfilter/archfilter/pkg/platform"
-	"github.com/archfilter/archfilter/pkg/resolver"
 )
 
 // Reasons, in the plural "node(s) …" style the scheduler aggregates.
@@ -138,8 +135,10 @@ func (pl *ArchFilter) retryTime(pod *v1.Pod, v verdict) time.Time {
 }
 
 // PreFilter computes the pod's allowed platform set once per cycle. It returns
-// Skip when the pod is unconstrained, and narrows the cycle to the nodes of
-// the allowed platforms when they are a minority of the cluster.
+// Skip when the pod is unconstrained (or every node runs it), and narrows the
+// cycle to the nodes of the allowed platforms when they are at most half of the
+// cluster. The node index is only trusted when it agrees with the cycle's
+// snapshot; otherwise Filter decides node by node.
 func (pl *ArchFilter) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) (*framework.PreFilterResult, *fwk.Status) {
 	logger := klog.FromContext(ctx)
 	if reason := pl.scope.skipReason(pod); reason != "" {
@@ -212,15 +211,4 @@ func (pl *ArchFilter) Filter(_ context.Context, state fwk.CycleState, _ *v1.Pod,
 func (pl *ArchFilter) resolvedPlatforms(pod *v1.Pod) (platform.Set, bool) {
 	d := pl.decide(pod)
 	return d.set, d.status == nil
-}
-
-// sortedFailureReasons lists distinct resolver reasons (for events).
-func sortedFailureReasons(errs []error) []string {
-	set := sets.New[string]()
-	for _, err := range errs {
-		set.Insert(string(resolver.ReasonOf(err)))
-	}
-	out := set.UnsortedList()
-	sort.Strings(out)
-	return out
 }

@@ -1,7 +1,6 @@
 package archfilter
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 
@@ -70,15 +69,4 @@ func failureSummary(errs []error) string {
 		msgs = append(msgs, err.Error())
 	}
 	return strings.Join(msgs, "; ")
-}
-
-// failureReason returns the resolver reason of the first failure, for metrics.
-func failureReason(errs []error) string {
-	for _, err := range errs {
-		var rerr *resolver.Error
-		if errors.As(err, &rerr) {
-			return string(rerr.Reason)
-		}
-	}
-	return "Unknown"
 }

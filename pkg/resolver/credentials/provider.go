@@ -22,6 +22,8 @@ import (
 	credentialproviderv1 "k8s.io/kubelet/pkg/apis/credentialprovider/v1"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/yaml"
+
+	"github.com/archfilter/archfilter/internal/bounded"
 )
 
 const (
@@ -282,20 +284,8 @@ func (p *provider) run(ctx context.Context, target string) (keyring, error) {
 func (p *provider) store(key string, a cachedAnswer) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if len(p.cache) >= maxProviderCache {
-		now := p.clock.Now()
-		for k, old := range p.cache {
-			if !now.Before(old.expires) {
-				delete(p.cache, k)
-			}
-		}
-		for k := range p.cache {
-			if len(p.cache) < maxProviderCache {
-				break
-			}
-			delete(p.cache, k)
-		}
-	}
+	now := p.clock.Now()
+	bounded.Trim(p.cache, maxProviderCache, func(old cachedAnswer) bool { return !now.Before(old.expires) })
 	p.cache[key] = a
 }
 

@@ -8,9 +8,11 @@ package archfilter
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -34,8 +36,10 @@ type ArchFilter struct {
 	credentials credentialSource
 	nodes       *nodeIndex
 	held        *heldPods
-	events      podEvents
-	clock       clock.WithDelayedExecution
+	// daemonSetChecked holds the UIDs of DaemonSet pods already checked.
+	daemonSetChecked sync.Map
+	events           podEvents
+	clock            clock.WithDelayedExecution
 }
 
 var (
@@ -99,6 +103,7 @@ func newPlugin(ctx context.Context, args *config.ArchFilterArgs, h framework.Han
 	pl.held = newHeldPods(d.clock, pl.activate)
 	pl.held.onSlow = pl.events.waiting
 	pl.held.onResolved = pl.announce
+	pl.held.onDeleted = func(uid types.UID) { pl.daemonSetChecked.Delete(uid) }
 	if f := h.SharedInformerFactory(); f != nil {
 		if s.namespaceSelector != nil {
 			pl.scope.namespaces = f.Core().V1().Namespaces().Lister()

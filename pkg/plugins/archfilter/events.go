@@ -58,7 +58,7 @@ func (e podEvents) failedOpen(pod *v1.Pod, d decision) {
 	if !d.set.IsAny() {
 		constraint = "on " + d.set.String()
 	}
-	e.record(pod, v1.EventTypeWarning, EventFailOpen, "Scheduling %s (failurePolicy Ignore): %s", constraint, failureSummary(d.failures))
+	e.record(pod, v1.EventTypeWarning, EventFailOpen, "Scheduling %s (failurePolicy Ignore): %s", constraint, d.unresolved)
 }
 
 func (e podEvents) invalidPreference(pod *v1.Pod, err error) {

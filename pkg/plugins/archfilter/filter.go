@@ -19,8 +19,6 @@ import (
 const (
 	// ReasonPlatformMismatch is Filter's reason; the pod's platforms follow in parentheses.
 	ReasonPlatformMismatch = "node(s) didn't match the platforms of the pod's images"
-	// ReasonNoNodeOfPlatform is PreFilter's reason when no node has any of the platforms.
-	ReasonNoNodeOfPlatform = "no node has a platform the pod's images run on"
 	// ReasonNoCommonPlatform is PreFilter's reason when the images share no platform.
 	ReasonNoCommonPlatform = "the pod's images have no platform in common"
 	// ReasonOwnConstraintConflict is PreFilter's reason when the pod's own
@@ -67,6 +65,9 @@ type decision struct {
 	metricReason string
 	// failures are resolution failures that were tolerated or caused status.
 	failures []error
+	// unresolved describes pending images and failures for people; "" when
+	// every image resolved.
+	unresolved string
 	// retryAt is when a cached failure expires (zero if none).
 	retryAt time.Time
 }
@@ -81,8 +82,9 @@ func (pl *ArchFilter) decide(pod *v1.Pod) decision {
 	set := v.set
 	d := decision{failures: v.failures}
 	if len(v.failures) > 0 || len(v.pending) > 0 {
+		d.unresolved = unresolvedSummary(v)
 		if pl.settings.failurePolicy == config.FailurePolicyFail {
-			d.status = statusf(fwk.UnschedulableAndUnresolvable, "%s: %s", ReasonResolutionFailed, unresolvedSummary(v))
+			d.status = statusf(fwk.UnschedulableAndUnresolvable, "%s: %s", ReasonResolutionFailed, d.unresolved)
 			d.metricReason = "ResolutionFailed"
 			d.retryAt = pl.retryTime(pod, v)
 			return d
@@ -135,10 +137,8 @@ func (pl *ArchFilter) retryTime(pod *v1.Pod, v verdict) time.Time {
 }
 
 // PreFilter computes the pod's allowed platform set once per cycle. It returns
-// Skip when the pod is unconstrained (or every node runs it), and narrows the
-// cycle to the nodes of the allowed platforms when they are at most half of the
-// cluster. The node index is only trusted when it agrees with the cycle's
-// snapshot; otherwise Filter decides node by node.
+// Skip when the pod is unconstrained, and narrows the cycle to the nodes of the
+// allowed platforms when they are at most half of the cluster.
 func (pl *ArchFilter) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) (*framework.PreFilterResult, *fwk.Status) {
 	logger := klog.FromContext(ctx)
 	if reason := pl.scope.skipReason(pod); reason != "" {
@@ -155,7 +155,7 @@ func (pl *ArchFilter) PreFilter(ctx context.Context, state fwk.CycleState, pod *
 		logger.V(4).Info("Pod cannot be placed by platform", "pod", klog.KObj(pod), "reason", d.status.Message())
 		return nil, d.status
 	}
-	if len(d.failures) > 0 {
+	if d.unresolved != "" {
 		pl.events.failedOpen(pod, d)
 	}
 	if d.set.IsAny() {
@@ -166,22 +166,21 @@ func (pl *ArchFilter) PreFilter(ctx context.Context, state fwk.CycleState, pod *
 		reason:             ReasonPlatformMismatch + " (" + d.set.String() + ")",
 		tolerateArchTaints: pl.settings.archTaintToleration,
 	})
-	logger.V(4).Info("Pod platforms", "pod", klog.KObj(pod), "platforms", d.set.String())
+	if v := logger.V(4); v.Enabled() {
+		v.Info("Pod platforms", "pod", klog.KObj(pod), "platforms", d.set.String())
+	}
 
-	names, total := pl.nodes.matching(d.set)
-	switch {
-	case total != len(nodes):
-		// The index is fed by its own informer listener, which may lag the
-		// scheduler's snapshot (a node just added). Let Filter read the
-		// snapshot rather than narrow the cycle on stale data.
+	if namesNodes(pod) {
+		// NodeAffinity already narrows the cycle to the nodes the pod names
+		// (DaemonSet pods); a second, disjoint result would replace our reason
+		// with the framework's "didn't satisfy plugin(s) simultaneously".
 		return nil, nil
-	case names.Len() == 0:
-		filterRejections.WithLabelValues("NoNodeOfPlatform").Inc()
-		return nil, statusf(fwk.UnschedulableAndUnresolvable, "%s (%s)", ReasonNoNodeOfPlatform, d.set)
-	case names.Len() == total:
-		// Every node runs the pod: Filter would accept them all.
-		return nil, fwk.NewStatus(fwk.Skip)
-	case names.Len()*2 <= total:
+	}
+	// The index is fed by its own informer listener and may lag the scheduler's
+	// snapshot, so it is only used to narrow the cycle, where a stale answer
+	// delays a pod by a cycle at worst; accepting or rejecting nodes is left
+	// to Filter, which reads the snapshot.
+	if names := pl.nodes.narrow(d.set, len(nodes)); names != nil {
 		return &framework.PreFilterResult{NodeNames: names}, nil
 	}
 	return nil, nil

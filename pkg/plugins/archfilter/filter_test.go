@@ -8,6 +8,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/sets"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
@@ -110,10 +112,13 @@ func TestPreFilter(t *testing.T) {
 			wantFeasible: []string{nodeNoPlatform},
 		},
 		{
-			name:       "image runs on every node's platform: Skip",
-			pod:        makePod("p", imgEverywhere).Obj(),
-			wantStatus: skip,
-			wantSet:    "linux/amd64,linux/arm64,linux/s390x,windows/amd64",
+			// The node index may lag the snapshot, so it never lets PreFilter
+			// skip Filter: Filter accepts every node instead.
+			name:         "image runs on every node's platform: Filter accepts all",
+			pod:          makePod("p", imgEverywhere).Obj(),
+			wantStatus:   success,
+			wantSet:      "linux/amd64,linux/arm64,linux/s390x,windows/amd64",
+			wantFeasible: []string{nodeAMD64, nodeARM64, nodeBetaARM64, nodeNoPlatform, nodeS390X, nodeWindows},
 		},
 		{
 			name:       "data-only image does not constrain: Skip",
@@ -137,8 +142,10 @@ func TestPreFilter(t *testing.T) {
 			name:       "no node of the platform (riscv64)",
 			nodes:      withoutNode(testNodes(), nodeNoPlatform),
 			pod:        makePod("p", imgRISCV).Obj(),
-			wantStatus: want(fwk.UnschedulableAndUnresolvable, ReasonNoNodeOfPlatform+" (linux/riscv64)"),
+			wantStatus: success,
 			wantSet:    "linux/riscv64",
+			// No narrowing to nothing: Filter rejects each node with the reason.
+			wantFeasible: []string{},
 		},
 		{
 			name:         "no node of the platform (riscv64) but a node that reports none",
@@ -238,6 +245,21 @@ func TestPreFilter(t *testing.T) {
 			wantStatus:   success,
 			wantSet:      "linux/amd64",
 			wantFeasible: []string{nodeAMD64, nodeNoPlatform},
+		},
+		{
+			name: "nodeSelector and affinity together",
+			pod: makePod("p", imgEverywhere).NodeSelector(map[string]string{v1.LabelArchStable: "arm64"}).
+				NodeAffinityIn(v1.LabelArchStable, []string{"amd64", "arm64"}, st.NodeSelectorTypeMatchExpressions).Obj(),
+			wantResult:   result(nodeARM64, nodeBetaARM64, nodeNoPlatform),
+			wantStatus:   success,
+			wantSet:      "linux/arm64",
+			wantFeasible: []string{nodeARM64, nodeBetaARM64, nodeNoPlatform},
+		},
+		{
+			name: "nodeSelector and affinity exclude each other",
+			pod: makePod("p", imgEverywhere).NodeSelector(map[string]string{v1.LabelArchStable: "arm64"}).
+				NodeAffinityIn(v1.LabelArchStable, []string{"amd64"}, st.NodeSelectorTypeMatchExpressions).Obj(),
+			wantStatus: want(fwk.UnschedulableAndUnresolvable, ReasonOwnConstraintConflict+" (linux/amd64,linux/arm64,linux/s390x,windows/amd64)"),
 		},
 		{
 			name:         "affinity terms are ORed: a term without arch allows every arch",
@@ -692,5 +714,48 @@ func TestFilterAcceptDoesNotAllocate(t *testing.T) {
 		if allocs := testing.AllocsPerRun(1000, func() { h.pl.Filter(ctx, state, pod, ni) }); allocs != 0 {
 			t.Errorf("Filter accepting %s allocates %.1f times per call, want 0", name, allocs)
 		}
+	}
+}
+
+// TestFilterOnClonedState: the framework clones the cycle state (preemption,
+// nominated pods); Filter answers the same on the clone.
+func TestFilterOnClonedState(t *testing.T) {
+	ctx := testContext(t)
+	h := newHarness(t, ctx, harnessConfig{})
+	pod := makePod("p", imgARM64).Obj()
+	state, _, _ := h.preFilter(ctx, pod)
+	clone := state.Clone()
+	for _, n := range h.nodes {
+		want := statusOf(h.filter(ctx, state, pod, n))
+		if diff := cmp.Diff(want, statusOf(h.filter(ctx, clone, pod, n))); diff != "" {
+			t.Errorf("Filter(%s) on the clone (-original,+clone):\n%s", n.Name, diff)
+		}
+	}
+}
+
+func TestPodDeletedWhileRetrying(t *testing.T) {
+	ctx := testContext(t)
+	args := defaultArgs(t)
+	args.FailurePolicy = config.FailurePolicyFail
+	pod := makePod("p", imgFailed).Obj()
+	h := newHarness(t, ctx, harnessConfig{args: args, objects: []runtime.Object{pod.DeepCopy()}})
+	h.poll(ctx, "pod in the informer", func() bool {
+		_, err := h.factory.Core().V1().Pods().Lister().Pods("default").Get("p")
+		return err == nil
+	})
+	if _, _, s := h.preFilter(ctx, pod); s.IsSuccess() {
+		t.Fatal("PreFilter admitted a pod whose resolution failed under Fail")
+	}
+	if err := h.client.CoreV1().Pods("default").Delete(ctx, "p", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.poll(ctx, "the retry of the deleted pod to be dropped", func() bool {
+		h.pl.held.mu.Lock()
+		defer h.pl.held.mu.Unlock()
+		return len(h.pl.held.retries) == 0
+	})
+	h.clock.Step(failedImageTTL)
+	if got := h.act.activations("default/p"); got != 0 {
+		t.Errorf("deleted pod activated %d times by its retry timer", got)
 	}
 }

@@ -41,6 +41,11 @@ func (pl *ArchFilter) isSchedulableAfterNodeChange(logger klog.Logger, pod *v1.P
 			return fwk.QueueSkip, nil
 		}
 	}
+	if pl.held.isHeld(pod.UID) {
+		// Held at PreEnqueue: the resolver callback releases it, and a node
+		// event would only re-run PreEnqueue to hold it again.
+		return fwk.QueueSkip, nil
+	}
 	set, ok := pl.resolvedPlatforms(pod)
 	if !ok {
 		// Unknown, failed or conflicting platforms: no node change fixes that;

@@ -44,6 +44,14 @@ func (x *nodeIndex) watch(informer cache.SharedIndexInformer) error {
 	return err
 }
 
+// platform returns the last seen platform of a node.
+func (x *nodeIndex) platform(name string) (platform.NodePlatform, bool) {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	np, ok := x.platformOf[name]
+	return np, ok && np.OS != "" && np.Architecture != ""
+}
+
 func (x *nodeIndex) upsert(obj any) {
 	node, ok := obj.(*v1.Node)
 	if !ok {
@@ -89,26 +97,46 @@ func (x *nodeIndex) removeLocked(name string, np platform.NodePlatform) {
 	x.byArch[key] = next
 }
 
-// matching returns the names of nodes whose os/arch set allows, and the number
-// of indexed nodes. Nodes that report no platform match every set, as in
-// Filter. Windows builds are left to Filter: the result may hold nodes Filter
-// rejects, never miss one it accepts (apart from nodes not yet indexed).
-func (x *nodeIndex) matching(set platform.Set) (sets.Set[string], int) {
+// narrow returns the names of the indexed nodes whose os/arch set allows, or
+// nil when narrowing is not worth it (more than half the nodes match) or not
+// safe (the index does not hold as many nodes as the cycle's snapshot, so it
+// lags the scheduler's view). Nodes that report no platform match every set,
+// as in Filter. Windows builds are left to Filter: the result may hold nodes
+// Filter rejects. Returned sets are never modified afterwards.
+func (x *nodeIndex) narrow(set platform.Set, snapshotNodes int) sets.Set[string] {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
+	parts, size := x.partsLocked(set)
 	total := len(x.platformOf)
+	if total != snapshotNodes || size == 0 || size*2 > total {
+		return nil
+	}
+	return union(parts, size)
+}
+
+// partsLocked returns the per-os/arch name sets set allows and their total size.
+func (x *nodeIndex) partsLocked(set platform.Set) ([]sets.Set[string], int) {
 	var parts []sets.Set[string]
+	size := 0
 	for key, names := range x.byArch {
 		if key.os == "" || key.arch == "" || set.MatchesNode(platform.NodePlatform{OS: key.os, Architecture: key.arch}) {
 			parts = append(parts, names)
+			size += names.Len()
 		}
 	}
+	return parts, size
+}
+
+// union shares a single part (they are immutable) and copies several.
+func union(parts []sets.Set[string], size int) sets.Set[string] {
 	if len(parts) == 1 {
-		return parts[0], total
+		return parts[0]
 	}
-	out := sets.New[string]()
+	out := make(sets.Set[string], size)
 	for _, p := range parts {
-		out = out.Union(p)
+		for name := range p {
+			out.Insert(name)
+		}
 	}
-	return out, total
+	return out
 }

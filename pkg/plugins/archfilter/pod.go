@@ -12,6 +12,9 @@ import (
 	"github.com/archfilter/archfilter/pkg/platform"
 )
 
+// skipDaemonSet is the skip reason of DaemonSet pods under daemonSetPolicy Skip.
+const skipDaemonSet = "DaemonSet pod"
+
 // scope decides which pods ArchFilter looks at. Everything it reads is in
 // memory (the pod, and the namespace informer's cache).
 type scope struct {
@@ -27,7 +30,7 @@ func (s *scope) skipReason(pod *v1.Pod) string {
 	case s.settings.excludedNamespaces.Has(pod.Namespace):
 		return "excluded namespace"
 	case s.settings.daemonSetPolicy == config.DaemonSetPolicySkip && isDaemonSetPod(pod):
-		return "DaemonSet pod"
+		return skipDaemonSet
 	case s.settings.namespaceSelector != nil && !s.namespaceSelected(pod.Namespace):
 		return "namespace not selected"
 	}

@@ -28,10 +28,19 @@ const slowWait = 3 * time.Second
 // pod; a resolver callback or the maxWait timer releases it with Activate.
 // It only reads memory and never blocks: it runs under the queue's lock.
 func (pl *ArchFilter) PreEnqueue(ctx context.Context, pod *v1.Pod) *fwk.Status {
-	if pl.scope.skipReason(pod) != "" {
+	switch pl.scope.skipReason(pod) {
+	case "":
+	case skipDaemonSet:
+		pl.held.release(pod.UID, releaseOutOfScope)
+		pl.checkDaemonSetPod(pod)
+		return nil
+	default:
+		// A held pod may have left scope through an update.
+		pl.held.release(pod.UID, releaseOutOfScope)
 		return nil
 	}
 	if _, declared := pod.Annotations[annotations.Platforms]; declared {
+		pl.held.release(pod.UID, releaseOutOfScope)
 		return nil
 	}
 	creds := pl.credentials.ForPod(pod)
@@ -45,15 +54,20 @@ func (pl *ArchFilter) PreEnqueue(ctx context.Context, pod *v1.Pod) *fwk.Status {
 		pl.held.release(pod.UID, releaseTimeout)
 		return nil
 	}
+	var missing []string
 	forEachImage(pod, func(image string) bool {
-		req := request(image, creds)
-		if _, ok := pl.resolver.Lookup(req); ok || !pl.held.dispatch(pod.UID, image) {
-			return true
+		if _, ok := pl.resolver.Lookup(request(image, creds)); !ok {
+			missing = append(missing, image)
 		}
-		klog.FromContext(ctx).V(4).Info("Resolving image platforms", "pod", klog.KObj(pod), "image", image)
-		pl.resolver.ResolveAsync(req, func(resolver.Result) { pl.held.resolved(pod, image) })
 		return true
 	})
+	// Every image is marked in flight before the first request goes out: a
+	// fast worker's callback must not find the pod with nothing in flight
+	// while another of its images has yet to be dispatched.
+	for _, image := range pl.held.dispatch(pod.UID, missing) {
+		klog.FromContext(ctx).V(4).Info("Resolving image platforms", "pod", klog.KObj(pod), "image", image)
+		pl.resolver.ResolveAsync(request(image, creds), func(resolver.Result) { pl.held.resolved(pod, image) })
+	}
 	return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, ReasonWaiting)
 }
 
@@ -64,6 +78,8 @@ const (
 	releaseResolved releaseReason = "resolved"
 	releaseTimeout  releaseReason = "timeout"
 	releaseDeleted  releaseReason = "deleted"
+	// releaseOutOfScope: the pod was updated to opt out or declare platforms.
+	releaseOutOfScope releaseReason = "out_of_scope"
 )
 
 // heldPods tracks pods PreEnqueue is holding back, and makes sure every one of
@@ -76,6 +92,8 @@ type heldPods struct {
 	onSlow func(pod *v1.Pod, pending []string)
 	// onResolved is called (outside the lock) when a held pod's images resolved.
 	onResolved func(pod *v1.Pod)
+	// onDeleted is called when a pod is deleted, held or not.
+	onDeleted func(uid types.UID)
 
 	mu      sync.Mutex
 	pods    map[types.UID]*heldPod
@@ -97,6 +115,7 @@ func newHeldPods(c clock.WithDelayedExecution, activate func(map[string]*v1.Pod)
 		activate:   activate,
 		onSlow:     func(*v1.Pod, []string) {},
 		onResolved: func(*v1.Pod) {},
+		onDeleted:  func(types.UID) {},
 		pods:       map[types.UID]*heldPod{},
 		retries:    map[types.UID]clock.Timer{},
 	}
@@ -121,16 +140,31 @@ func (h *heldPods) hold(pod *v1.Pod, maxWait time.Duration) bool {
 	return true
 }
 
-// dispatch marks image as being resolved for the pod; false when it already is.
-func (h *heldPods) dispatch(uid types.UID, image string) bool {
+// dispatch marks images as being resolved for the pod, all under one lock,
+// and returns those that were not already in flight.
+func (h *heldPods) dispatch(uid types.UID, images []string) []string {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	e, ok := h.pods[uid]
-	if !ok || e.inFlight.Has(image) {
-		return false
+	if !ok {
+		return nil
 	}
-	e.inFlight.Insert(image)
-	return true
+	var out []string
+	for _, image := range images {
+		if !e.inFlight.Has(image) {
+			e.inFlight.Insert(image)
+			out = append(out, image)
+		}
+	}
+	return out
+}
+
+// isHeld reports whether the pod is held and its maxWait has not passed.
+func (h *heldPods) isHeld(uid types.UID) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	e, ok := h.pods[uid]
+	return ok && !e.expired
 }
 
 // resolved is the resolver callback: once nothing is in flight for the pod it
@@ -160,13 +194,15 @@ func (h *heldPods) resolved(pod *v1.Pod, image string) {
 func (h *heldPods) expire(uid types.UID) {
 	h.mu.Lock()
 	e, ok := h.pods[uid]
+	var pod *v1.Pod
 	if ok {
 		e.expired = true
+		pod = e.pod
 	}
 	stopped := h.stopped
 	h.mu.Unlock()
 	if ok && !stopped {
-		h.activate(map[string]*v1.Pod{podKey(e.pod): e.pod})
+		h.activate(map[string]*v1.Pod{podKey(pod): pod})
 	}
 }
 
@@ -233,6 +269,7 @@ func (h *heldPods) forgetDeletedPods(informer cache.SharedIndexInformer) error {
 				return
 			}
 			h.release(pod.UID, releaseDeleted)
+			h.onDeleted(pod.UID)
 			h.mu.Lock()
 			if t, ok := h.retries[pod.UID]; ok {
 				t.Stop()

@@ -19,6 +19,7 @@ import (
 
 	"github.com/archfilter/archfilter/apis/annotations"
 	"github.com/archfilter/archfilter/apis/config"
+	"github.com/archfilter/archfilter/pkg/platform"
 	"github.com/archfilter/archfilter/pkg/resolver"
 )
 
@@ -394,15 +395,20 @@ func TestPreEnqueueSlowEvent(t *testing.T) {
 		})
 	}
 
-	t.Run("no slow event once resolved", func(t *testing.T) {
+	t.Run("no slow event once resolved; data-only images announced as unconstrained", func(t *testing.T) {
 		ctx := testContext(t)
 		h := newHarness(t, ctx, harnessConfig{})
 		pod := makePod("p", imgNewMain).Obj()
 		h.preEnqueue(ctx, pod)
-		h.res.complete(imgNewMain, resolver.Result{Platforms: mustSet(t, "linux/amd64")})
+		h.res.complete(imgNewMain, resolver.Result{Platforms: platform.Any()})
 		h.clock.Step(slowWait)
-		if got := withReason(h.events(), EventResolving); len(got) != 0 {
+		evs := h.events()
+		if got := withReason(evs, EventResolving); len(got) != 0 {
 			t.Errorf("slow event for a pod whose images resolved: %v", got)
+		}
+		want := []string{"Normal " + EventResolved + " Images of " + imgNewMain + " run on any platform"}
+		if diff := cmp.Diff(want, withReason(evs, EventResolved)); diff != "" {
+			t.Errorf("resolved event (-want,+got):\n%s", diff)
 		}
 	})
 }
@@ -547,5 +553,70 @@ func TestHeldPodsStopWithContext(t *testing.T) {
 	h.res.complete(imgNewMain, resolver.Result{Platforms: mustSet(t, "linux/amd64")})
 	if got := h.act.keys(); len(got) != 0 {
 		t.Errorf("activations after stop: %v", got)
+	}
+}
+
+// TestPreEnqueueDaemonSetPinnedToWrongPlatform: a DaemonSet pod under
+// daemonSetPolicy Skip is admitted at once; when its images cannot run on the
+// node it is pinned to, a warning says so.
+func TestPreEnqueueDaemonSetPinnedToWrongPlatform(t *testing.T) {
+	daemonSet := appsv1.SchemeGroupVersion.WithKind("DaemonSet")
+	pinned := func(images ...string) *v1.Pod {
+		return makePod("ds-pod", images...).OwnerReference("ds", daemonSet).Obj()
+	}
+	pin := func(pod *v1.Pod, node string) *v1.Pod {
+		pod.Spec.Affinity = &v1.Affinity{NodeAffinity: &v1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &v1.NodeSelector{
+			NodeSelectorTerms: []v1.NodeSelectorTerm{{MatchFields: []v1.NodeSelectorRequirement{{Key: "metadata.name", Operator: v1.NodeSelectorOpIn, Values: []string{node}}}}},
+		}}}
+		return pod
+	}
+	tests := []struct {
+		name string
+		pod  *v1.Pod
+		// complete answers the pending image, if any.
+		complete   map[string]resolver.Result
+		wantAsync  []string
+		wantWarned bool
+	}{
+		{name: "cached images run on the node", pod: pin(pinned(imgMulti), nodeARM64)},
+		{name: "cached images do not run on the node", pod: pin(pinned(imgAMD64), nodeARM64), wantWarned: true},
+		{name: "not pinned", pod: pinned(imgAMD64)},
+		{
+			name:       "image resolved in the background, does not run on the node",
+			pod:        pin(pinned(imgNewAgent), nodeS390X),
+			complete:   map[string]resolver.Result{imgNewAgent: {Platforms: mustSet(t, "linux/amd64,linux/arm64")}},
+			wantAsync:  []string{imgNewAgent},
+			wantWarned: true,
+		},
+		{
+			name:      "image resolved in the background, runs on the node",
+			pod:       pin(pinned(imgNewAgent), nodeAMD64),
+			complete:  map[string]resolver.Result{imgNewAgent: {Platforms: mustSet(t, "linux/amd64,linux/arm64")}},
+			wantAsync: []string{imgNewAgent},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := testContext(t)
+			h := newHarness(t, ctx, harnessConfig{})
+			if diff := cmp.Diff(success, statusOf(h.preEnqueue(ctx, tc.pod))); diff != "" {
+				t.Fatalf("PreEnqueue (-want,+got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.wantAsync, h.res.asyncCalls()); diff != "" {
+				t.Errorf("ResolveAsync calls (-want,+got):\n%s", diff)
+			}
+			for img, res := range tc.complete {
+				h.res.complete(img, res)
+			}
+			if got := withReason(h.events(), EventDaemonSetMismatch); (len(got) > 0) != tc.wantWarned {
+				t.Errorf("%s events: %v, want warned: %v", EventDaemonSetMismatch, got, tc.wantWarned)
+			}
+			if got := h.pl.held.heldCount(); got != 0 {
+				t.Errorf("heldCount = %d, want 0", got)
+			}
+			if got := h.act.keys(); len(got) != 0 {
+				t.Errorf("DaemonSet pod activated: %v", got)
+			}
+		})
 	}
 }

@@ -23,6 +23,9 @@ func (s *preScoreState) Clone() fwk.StateData { return s }
 // PreScore picks the pod's platform preferences: its own annotation, else the
 // configured preferredPlatforms. Without any, scoring is skipped.
 func (pl *ArchFilter) PreScore(_ context.Context, state fwk.CycleState, pod *v1.Pod, _ []fwk.NodeInfo) *fwk.Status {
+	if pl.scope.skipReason(pod) != "" {
+		return fwk.NewStatus(fwk.Skip)
+	}
 	prefs := pl.settings.preferences
 	if value, ok := pod.Annotations[annotations.PreferredPlatforms]; ok {
 		parsed, err := parsePreferences(value)

@@ -6,6 +6,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 
@@ -158,22 +160,30 @@ func TestScore(t *testing.T) {
 }
 
 // TestPreScoreOutOfScope: archfilter.io/skip "opts a pod out of ArchFilter
-// entirely", and excluded namespaces hold the cluster's own components; the
-// configured preferences must not steer them either.
+// entirely", and namespaceSelector "limits ArchFilter to pods in matching
+// namespaces"; the configured preferences must not steer such pods either.
 func TestPreScoreOutOfScope(t *testing.T) {
 	tests := []struct {
 		name string
 		pod  *v1.Pod
 	}{
-		{name: "skip annotation", pod: makePod("p", imgEverywhere).Annotation(annotations.Skip, "true").Obj()},
-		{name: "excluded namespace", pod: makePod("p", imgEverywhere).Namespace("kube-system").Obj()},
+		{name: "skip annotation", pod: makePod("p", imgEverywhere).Namespace("selected").Annotation(annotations.Skip, "true").Obj()},
+		{name: "namespace not selected", pod: makePod("p", imgEverywhere).Namespace("other").Obj()},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := testContext(t)
 			args := defaultArgs(t)
 			args.PreferredPlatforms = []config.PlatformPreference{{Platform: "linux/arm64", Weight: 100}}
-			h := newHarness(t, ctx, harnessConfig{args: args})
+			args.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"archfilter.io/enabled": "true"}}
+			h := newHarness(t, ctx, harnessConfig{args: args, objects: []runtime.Object{
+				namespace("selected", map[string]string{"archfilter.io/enabled": "true"}),
+				namespace("other", nil),
+			}})
+			h.poll(ctx, "namespaces in the informer", func() bool {
+				_, err := h.pl.scope.namespaces.Get("other")
+				return err == nil
+			})
 			got, scores := h.scoreCycle(ctx, tc.pod)
 			if diff := cmp.Diff(skip, got); diff != "" {
 				t.Errorf("PreScore for a pod out of ArchFilter's scope (-want,+got):\n%s\nscores: %v", diff, scores)

@@ -72,8 +72,57 @@ func (pl *TaintToleration) Filter(ctx context.Context, state fwk.CycleState, pod
 			return nil
 		}
 	}
-	klog.FromContext(ctx).V(4).Info("node had untolerated taints", "node", klog.KObj(node), "pod", klog.KObj(pod), "untoleratedTaint", taint)
+	klog.FromContext(ctx).V(5).Info("node had untolerated taints", "node", klog.KObj(node), "pod", klog.KObj(pod), "untoleratedTaint", taint)
 	return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "node(s) had untolerated taint(s)")
+}
+
+// EventsToRegister is the in-tree registration with one change to the Node
+// hint: a node whose only untolerated taints are kubernetes.io/arch NoSchedule
+// taints may now fit (Filter tolerates those the pod's images support), so it
+// queues the pod where the in-tree hint would skip it.
+func (pl *TaintToleration) EventsToRegister(ctx context.Context) ([]fwk.ClusterEventWithHint, error) {
+	events, err := pl.TaintToleration.EventsToRegister(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for i := range events {
+		inner := events[i].QueueingHintFn
+		if events[i].Event.Resource != fwk.Node || inner == nil {
+			continue
+		}
+		events[i].QueueingHintFn = func(logger klog.Logger, pod *v1.Pod, oldObj, newObj any) (fwk.QueueingHint, error) {
+			hint, err := inner(logger, pod, oldObj, newObj)
+			if err != nil || hint == fwk.Queue {
+				return hint, err
+			}
+			if node, ok := newObj.(*v1.Node); ok && onlyArchTaintsUntolerated(node, pod) {
+				return fwk.Queue, nil
+			}
+			return hint, nil
+		}
+	}
+	return events, nil
+}
+
+// onlyArchTaintsUntolerated reports whether the pod tolerates every
+// NoSchedule/NoExecute taint of node except kubernetes.io/arch NoSchedule ones,
+// and at least one of those is present.
+func onlyArchTaintsUntolerated(node *v1.Node, pod *v1.Pod) bool {
+	arch := false
+	for i := range node.Spec.Taints {
+		t := &node.Spec.Taints[i]
+		if t.Effect != v1.TaintEffectNoSchedule && t.Effect != v1.TaintEffectNoExecute {
+			continue
+		}
+		if corev1.TolerationsTolerateTaint(pod.Spec.Tolerations, t) {
+			continue
+		}
+		if t.Key != v1.LabelArchStable || t.Effect != v1.TaintEffectNoSchedule {
+			return false
+		}
+		arch = true
+	}
+	return arch
 }
 
 // archTaintsSupported returns a predicate for arch taints the pod's images

@@ -94,8 +94,8 @@ func TestPodWaitsForNodeOfItsPlatform(t *testing.T) {
 	c.node("amd64", "linux", "amd64", "")
 	c.pod("arm-only", []string{noRegistry}, declared("linux/arm64"))
 	msg := c.unschedulableMessage("arm-only")
-	if !strings.Contains(msg, archfilter.ReasonNoNodeOfPlatform) || !strings.Contains(msg, "linux/arm64") {
-		t.Errorf("message %q should say no node has linux/arm64", msg)
+	if !strings.Contains(msg, archfilter.ReasonPlatformMismatch) || !strings.Contains(msg, "linux/arm64") {
+		t.Errorf("message %q should say the node does not match linux/arm64", msg)
 	}
 	// The node-add queueing hint must requeue the pod: no periodic flush needed.
 	c.node("arm64", "linux", "arm64", "")

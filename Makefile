@@ -67,6 +67,10 @@ test-unit: ## Unit tests (no network, no control plane).
 test-integration: build ## Integration tests: the real binary, control planes and registries.
 	ARCHFILTER_SCHEDULER_BINARY=$(abspath $(BINARY)) $(GO) test $(GOTESTFLAGS) ./test/integration/...
 
+.PHONY: manifests-check
+manifests-check: ## Check manifests/ (base, overlays) and render each overlay with kustomize (built once into .cache/bin).
+	E2E_MANIFESTS=1 $(GO) test $(GOTESTFLAGS) -count=1 -run 'TestManifests' ./cmd/scheduler/ ./test/e2e/
+
 ##@ Code
 
 .PHONY: generate

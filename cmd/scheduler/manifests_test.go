@@ -15,11 +15,11 @@ import (
 	"k8s.io/kubernetes/cmd/kube-scheduler/app/options"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
 	schedvalidation "k8s.io/kubernetes/pkg/scheduler/apis/config/validation"
-	"sigs.k8s.io/yaml"
 
 	afconfig "github.com/archfilter/archfilter/apis/config"
 	afvalidation "github.com/archfilter/archfilter/apis/config/validation"
 	"github.com/archfilter/archfilter/pkg/plugins/archfilter"
+	"github.com/archfilter/archfilter/test/manifests"
 )
 
 // TestManifestsDecode decodes every YAML document under manifests/ the way its
@@ -44,15 +44,43 @@ func TestManifestsDecode(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var meta metav1.TypeMeta
-			if err := yaml.Unmarshal(data, &meta); err != nil {
+			docs, err := manifests.Documents(data)
+			if err != nil {
 				t.Fatal(err)
 			}
-			switch meta.Kind {
-			case "KubeSchedulerConfiguration":
-				checkSchedulerConfig(t, file)
-			default:
-				t.Fatalf("kind %q in %s has no decoding check: add one here", meta.Kind, file)
+			if len(docs) == 0 {
+				t.Fatal("no YAML document")
+			}
+			for i, doc := range docs {
+				meta, err := manifests.Kind(doc)
+				if err != nil {
+					t.Fatalf("document %d: %v", i+1, err)
+				}
+				switch meta.Kind {
+				case "KubeSchedulerConfiguration":
+					if len(docs) != 1 {
+						t.Fatal("keep a KubeSchedulerConfiguration alone in its file: --config is one document")
+					}
+					checkSchedulerConfig(t, file)
+				case "Kustomization":
+					// Strictly, into the fields the manifests use (see
+					// manifests.Kustomization); kustomize itself renders every
+					// overlay in the e2e tests.
+					if filepath.Base(file) != "kustomization.yaml" {
+						t.Fatalf("a Kustomization must be named kustomization.yaml")
+					}
+					if _, err := manifests.ReadKustomization(filepath.Dir(file)); err != nil {
+						t.Fatal(err)
+					}
+				case "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding",
+					"Deployment", "Service", "ConfigMap", "Pod":
+					// client-go's scheme, rejecting unknown and duplicate fields.
+					if _, err := manifests.Decode(doc); err != nil {
+						t.Fatalf("document %d (%s): %v", i+1, meta.Kind, err)
+					}
+				default:
+					t.Fatalf("kind %q (document %d) has no decoding check: add one here", meta.Kind, i+1)
+				}
 			}
 		})
 	}

@@ -26,7 +26,8 @@ import (
 //     (127.0.0.1:5012 → archfilter-e2e-registry-private:5000);
 //   - builds the image (make image), `kind load docker-image`s it, and deploys
 //     the kustomize overlay $E2E_KIND_KUSTOMIZE (default
-//     manifests/overlays/secondary) with the e2e image. The overlay's
+//     test/e2e/testdata/kind-overlay: manifests/overlays/secondary plus the
+//     e2e registries marked insecure) with the e2e image. The overlay's
 //     ArchFilter args must list archfilter-e2e-registry:5000 and
 //     archfilter-e2e-registry-private:5000 with insecure: true (plain HTTP).
 //
@@ -133,7 +134,7 @@ func (k *Kind) Up(ctx context.Context) (*Env, error) {
 	if _, err := run(ctx, k.Root, nil, "kind", "load", "docker-image", kindImage, "--name", cluster); err != nil {
 		return nil, err
 	}
-	overlay, err := filepath.Abs(envOr("E2E_KIND_KUSTOMIZE", filepath.Join(k.Root, "manifests", "overlays", "secondary")))
+	overlay, err := filepath.Abs(envOr("E2E_KIND_KUSTOMIZE", filepath.Join(k.Root, "test", "e2e", "testdata", "kind-overlay")))
 	if err != nil {
 		return nil, err
 	}

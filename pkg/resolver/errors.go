@@ -77,7 +77,9 @@ func classify(err error, budgetErr error) (Reason, int) {
 	case errors.Is(err, ErrCircuitOpen):
 		return ReasonCircuitOpen, status
 	case errors.Is(err, ErrRateLimited):
-		return ReasonRateLimited, status
+		// Only a registry's 429 produces it, even when the transport gave up
+		// waiting and no response is left to read the status from.
+		return ReasonRateLimited, http.StatusTooManyRequests
 	case errors.Is(err, ErrStopped):
 		return ReasonTimeout, status
 	case errors.Is(err, errInvalidManifest):

@@ -96,7 +96,7 @@ func TestClassifyErrors(t *testing.T) {
 		{"connection refused", &url.Error{Op: "Get", URL: "x", Err: errors.New("connection refused")}, nil, ReasonUnreachable, 0},
 		{"not allowed", &url.Error{Op: "Get", URL: "x", Err: fmt.Errorf("169.254.169.254: %w", ErrNotAllowed)}, nil, ReasonNotAllowed, 0},
 		{"circuit open", fmt.Errorf("x: %w", ErrCircuitOpen), nil, ReasonCircuitOpen, 0},
-		{"rate limited by transport", fmt.Errorf("x: %w", ErrRateLimited), nil, ReasonRateLimited, 0},
+		{"rate limited by transport", fmt.Errorf("x: %w", ErrRateLimited), nil, ReasonRateLimited, http.StatusTooManyRequests},
 		{"invalid manifest", invalidManifest("too big"), nil, ReasonInvalidManifest, 0},
 		{"an answer wins over the budget", status(404), errors.New("budget"), ReasonNotFound, 404},
 	} {

@@ -193,7 +193,7 @@ func TestResolveFailures(t *testing.T) {
 			opts: Options{Transport: failingTransport(fmt.Errorf("too many failures: %w", ErrCircuitOpen))},
 		},
 		{
-			name: "transport rate limited", image: img.Ref, want: ReasonRateLimited,
+			name: "transport rate limited", image: img.Ref, want: ReasonRateLimited, status: http.StatusTooManyRequests,
 			opts: Options{Transport: failingTransport(fmt.Errorf("Retry-After 600s exceeds the budget: %w", ErrRateLimited))},
 		},
 	} {

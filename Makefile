@@ -111,3 +111,17 @@ e2e: build ## End-to-end tests on a local KWOK cluster (brought up and removed; 
 .PHONY: e2e-kind
 e2e-kind: ## End-to-end tests on a kind cluster (needs Docker, kind, kubectl; cannot run without a Docker engine).
 	E2E_PROVIDER=kind $(GO) test $(GOTESTFLAGS) -count=1 -timeout $(E2E_TIMEOUT) -v ./test/e2e/...
+
+##@ Benchmarks: scheduler_perf throughput and micro-benchmarks (test/perf, hack/bench)
+# Results, machine and raw benchstat output go to docs/benchmarks.md; raw outputs to
+# .cache/bench/. BENCH_SCALE=small (500 nodes, 2 000 pods) or full (5 000, 10 000).
+
+BENCH_SCALE    ?= small
+
+.PHONY: bench
+bench: ## Benchmarks (BENCH_SCALE=small|full): writes docs/benchmarks.md and prints the summary.
+	BENCH_SCALE=$(BENCH_SCALE) hack/bench/bench.sh
+
+.PHONY: bench-smoke
+bench-smoke: ## CI-sized benchmark smoke: fails only on gross regressions (Filter allocating, held pods attempted).
+	hack/bench/bench.sh --smoke

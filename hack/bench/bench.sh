@@ -1,0 +1,151 @@
+#!/usr/bin/env bash
+# Runs archfilter's benchmarks and writes docs/benchmarks.md (make bench), or the
+# CI-sized smoke (make bench-smoke, --smoke).
+#
+#   hack/bench/bench.sh            BENCH_SCALE=small (default) or full
+#   hack/bench/bench.sh --smoke    gross regressions only; never a wall-clock threshold
+#
+# Settings (environment):
+#   BENCH_SCALE        small: 500 nodes, 2 000 pods per workload; full: 5 000 / 10 000
+#   BENCH_ROUNDS       times every scheduler_perf workload runs, in turn (small: 5, full: 1)
+#   BENCH_MICRO_COUNT  -count of the micro-benchmarks (6)
+#   BENCH_OUT          where raw outputs go (.cache/bench/<scale>-<UTC time>)
+#   BENCH_DOC          the document written (docs/benchmarks.md)
+#
+# Needs Go and the Go module proxy only: etcd (scheduler_perf starts it from PATH) is
+# built once by hack/cluster/tools.sh into .cache/bin, benchstat is `go install`ed there.
+set -euo pipefail
+
+SMOKE=false
+[[ ${1:-} == --smoke ]] && SMOKE=true
+
+# hack/cluster/tools.sh --print only prints its paths when sourced, and defines
+# build_etcd (with lib.sh's ROOT, ARCHFILTER_CACHE, TOOLS_DIR, NICE, log, die…).
+# shellcheck source=hack/cluster/tools.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../cluster/tools.sh" --print >/dev/null
+cd "$ROOT"
+
+BENCHSTAT_VERSION=${BENCHSTAT_VERSION:-v0.0.0-20260908200009-22c9c6c9d4da}
+BENCHSTAT=$TOOLS_DIR/benchstat-$BENCHSTAT_VERSION/benchstat
+
+if $SMOKE; then
+  BENCH_SCALE=smoke
+  BENCH_ROUNDS=1
+  BENCH_MICRO_COUNT=1
+fi
+BENCH_SCALE=${BENCH_SCALE:-small}
+case $BENCH_SCALE in
+  smoke) ;;
+  small) BENCH_ROUNDS=${BENCH_ROUNDS:-5} ;;
+  full) BENCH_ROUNDS=${BENCH_ROUNDS:-1} ;;
+  *) die "BENCH_SCALE must be small or full, not $BENCH_SCALE" ;;
+esac
+BENCH_MICRO_COUNT=${BENCH_MICRO_COUNT:-6}
+BENCH_OUT=${BENCH_OUT:-$ARCHFILTER_CACHE/bench/$BENCH_SCALE-$(date -u +%Y%m%dT%H%M%SZ)}
+BENCH_DOC=${BENCH_DOC:-$ROOT/docs/benchmarks.md}
+mkdir -p "$BENCH_OUT"
+
+START=$(date +%s)
+LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg)
+
+# --- tools -------------------------------------------------------------------------------
+build_etcd
+PATH="$(dirname "$ETCD_BIN"):$PATH"
+export PATH
+if ! $SMOKE && [[ ! -x $BENCHSTAT ]]; then
+  log "installing benchstat $BENCHSTAT_VERSION (once)"
+  mkdir -p "$(dirname "$BENCHSTAT")"
+  (cd "$ARCHFILTER_CACHE" && GOBIN="$(dirname "$BENCHSTAT")" GOFLAGS="" $NICE go install \
+    "golang.org/x/perf/cmd/benchstat@$BENCHSTAT_VERSION")
+fi
+
+# scheduler_perf needs github.com/stretchr/testify in go.mod, which `go mod tidy` adds
+# once test/perf is in the tree. Until then, build test/perf with a copy of go.mod that
+# has it, rather than editing the project's go.mod behind its back.
+MODFLAG=()
+if ! go list -test ./test/perf >/dev/null 2>&1; then
+  mod=$BENCH_OUT/go.mod
+  cp go.mod "$mod" && cp go.sum "${mod%.mod}.sum"
+  go mod edit -modfile="$mod" -require=github.com/stretchr/testify@v1.11.1
+  go list -modfile="$mod" -test ./test/perf >/dev/null \
+    || die "test/perf does not build (see: go list -test ./test/perf)"
+  warn "go.mod lacks github.com/stretchr/testify (needed by scheduler_perf): run go mod tidy; using $mod meanwhile"
+  MODFLAG=(-modfile="$mod")
+fi
+
+# --- micro-benchmarks -----------------------------------------------------------------------
+if $SMOKE; then
+  MICRO_BENCH='^BenchmarkFilter$'
+  MICRO_PKGS=(./pkg/plugins/archfilter/)
+else
+  MICRO_BENCH=.
+  MICRO_PKGS=(./pkg/plugins/archfilter/ ./pkg/resolver/)
+fi
+log "micro-benchmarks (-count $BENCH_MICRO_COUNT): ${MICRO_PKGS[*]}"
+t=$(date +%s)
+if ! $NICE go test -run '^$' -bench "$MICRO_BENCH" -benchmem -count "$BENCH_MICRO_COUNT" "${MICRO_PKGS[@]}" \
+  >"$BENCH_OUT/micro.txt" 2>&1; then
+  # The others still ran; the report lists the failures and leaves their rows empty.
+  # bench-smoke's own gate (Filter's allocations) is checked by the report below.
+  grep -E -- '^(--- FAIL|FAIL|panic:)|_test.go:[0-9]+:' "$BENCH_OUT/micro.txt" | head -n 20 >&2 || true
+  grep -q '^Benchmark' "$BENCH_OUT/micro.txt" || die "micro-benchmarks did not run: $BENCH_OUT/micro.txt"
+  warn "some micro-benchmarks failed (above); continuing"
+fi
+info "done in $(since "$t")"
+
+# --- scheduler_perf -------------------------------------------------------------------------
+log "scheduler_perf workloads, BENCH_SCALE=$BENCH_SCALE, $BENCH_ROUNDS round(s)"
+t=$(date +%s)
+mkdir -p "$BENCH_OUT/logs" "$BENCH_OUT/items"
+# ARTIFACTS: scheduler_perf writes each workload's log there and keeps it only if it fails.
+PERF_OK=true
+if ! ARTIFACTS="$BENCH_OUT/logs" $NICE go test "${MODFLAG[@]}" ./test/perf/ -run '^$' \
+  -bench BenchmarkPerfScheduling -benchtime=1x -count 1 -timeout 3h \
+  -args -rounds "$BENCH_ROUNDS" -perf-scheduling-label-filter="$BENCH_SCALE" \
+  -data-items-dir="$BENCH_OUT/items" >"$BENCH_OUT/perf.log" 2>&1; then
+  PERF_OK=false
+  grep -E -- '^(--- FAIL|FAIL|panic:)|FATAL|Error running|unexpected goroutines' "$BENCH_OUT/perf.log" | head -n 20 >&2 || true
+  grep -q '^BenchmarkPerfScheduling/' "$BENCH_OUT/perf.log" \
+    || die "no scheduler_perf workload completed: $BENCH_OUT/perf.log, logs in $BENCH_OUT/logs"
+  warn "some scheduler_perf workloads failed (above): $BENCH_OUT/perf.log, logs in $BENCH_OUT/logs"
+fi
+# One name per workload across rounds, so benchstat and the report see repeated runs.
+grep -E -- '^(Benchmark|--- FAIL: Benchmark|goos|goarch|pkg|cpu)' "$BENCH_OUT/perf.log" \
+  | grep -v '^BenchmarkPerfScheduling/round-[0-9]*-' \
+  | sed -E 's#/round-[0-9]+(/|$)#\1#' >"$BENCH_OUT/perf.txt"
+info "done in $(since "$t")"
+
+if $SMOKE; then
+  $PERF_OK || die "bench-smoke: scheduler_perf workloads failed"
+  go run ./hack/bench/report -smoke -scale smoke -micro "$BENCH_OUT/micro.txt" -perf "$BENCH_OUT/perf.txt"
+  log "bench-smoke passed in $(since "$START") (outputs: $BENCH_OUT)"
+  exit 0
+fi
+
+# --- report ---------------------------------------------------------------------------------
+"$BENCHSTAT" "$BENCH_OUT/micro.txt" >"$BENCH_OUT/micro.benchstat"
+units='SchedulingThroughput/Average OR measured-pods/s OR created-pods/s OR all-bound-s OR extra-attempts'
+units+=' OR held-pods OR fail-open OR released-timeout OR cold-req/image OR cold-manifest-req/image'
+units+=' OR outage-req/image OR scheduler_framework_extension_point_duration_ms/Average OR runtime_seconds'
+"$BENCHSTAT" -filter ".unit:($units)" "$BENCH_OUT/perf.txt" >"$BENCH_OUT/perf.benchstat"
+
+{
+  printf 'date\t%s\n' "$(date -u +'%Y-%m-%d %H:%M UTC')"
+  printf 'scale\tBENCH_SCALE=%s, %s round(s) of every workload, micro-benchmarks -count %s\n' \
+    "$BENCH_SCALE" "$BENCH_ROUNDS" "$BENCH_MICRO_COUNT"
+  printf 'CPU\t%s\n' "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')"
+  printf 'cores (nproc)\t%s\n' "$(nproc)"
+  printf 'memory\t%s GiB\n' "$(awk '/MemTotal/ {printf "%.1f", $2/1048576}' /proc/meminfo)"
+  printf 'kernel\t%s\n' "$(uname -sr)"
+  printf 'Go\t%s\n' "$(go env GOVERSION) $(go env GOOS)/$(go env GOARCH)"
+  printf 'Kubernetes\t%s (scheduler_perf, in-process etcd %s and kube-apiserver)\n' "$KUBE_VERSION" "$ETCD_VERSION"
+  printf 'load average at start / end\t%s / %s\n' "$LOAD_START" "$(cut -d' ' -f1-3 /proc/loadavg)"
+  printf 'make bench took\t%s\n' "$(since "$START")"
+} >"$BENCH_OUT/machine.txt"
+
+go run ./hack/bench/report -scale "$BENCH_SCALE" -machine "$BENCH_OUT/machine.txt" \
+  -micro "$BENCH_OUT/micro.txt" -perf "$BENCH_OUT/perf.txt" \
+  -micro-benchstat "$BENCH_OUT/micro.benchstat" -perf-benchstat "$BENCH_OUT/perf.benchstat" \
+  -out "$BENCH_DOC"
+log "wrote ${BENCH_DOC#"$ROOT"/} in $(since "$START") (raw outputs: $BENCH_OUT)"
+$PERF_OK || die "some scheduler_perf workloads failed; the document lists them"

@@ -1,0 +1,106 @@
+package perf
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/klog/v2/ktesting"
+	"k8s.io/kubernetes/cmd/kube-scheduler/app/options"
+	schedconfig "k8s.io/kubernetes/pkg/scheduler/apis/config"
+
+	"github.com/archfilter/archfilter/apis/config"
+	"github.com/archfilter/archfilter/pkg/plugins/archfilter"
+)
+
+// TestConfig checks the workloads without running them: every scale has every test
+// case, each workload measures pods in the measured namespace, and the scheduler
+// configurations decode (and validate) the way kube-scheduler decodes --config.
+func TestConfig(t *testing.T) {
+	dir := t.TempDir()
+	ca := filepath.Join(dir, "ca.pem")
+	if err := os.WriteFile(ca, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rendered := renderConfigTo(t, dir, map[string]string{
+		"${REGISTRY_WARM}":   "127.0.0.1:1001",
+		"${REGISTRY_COLD}":   "127.0.0.1:1002",
+		"${REGISTRY_OUTAGE}": "127.0.0.1:1003",
+		"${REGISTRY_CA}":     ca,
+	})
+	workloads, err := loadWorkloads(filepath.Join(rendered, "performance-config.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	perScale := map[string][]string{}
+	for name := range workloads {
+		_, w, _ := strings.Cut(name, "/")
+		for _, outage := range []string{"Healthy_", "Down_", "Slow2s_"} {
+			w = strings.TrimPrefix(w, outage)
+		}
+		perScale[w] = append(perScale[w], name) // w: "500Nodes_2000Pods"
+	}
+	wantCases := []string{"ColdCache_ArchFilter", "MixedArch_ArchFilter", "MixedArch_Default", "S390xOnly_ArchFilter", "S390xOnly_NodeAffinity"}
+	for _, scale := range []string{"500Nodes_2000Pods", "5000Nodes_10000Pods"} {
+		var cases []string
+		outage := 0
+		for _, name := range perScale[scale] {
+			tc, _, _ := strings.Cut(name, "/")
+			if tc == "RegistryOutage_ArchFilter" {
+				outage++
+				continue
+			}
+			cases = append(cases, tc)
+		}
+		slices.Sort(cases)
+		if diff := cmp.Diff(wantCases, cases); diff != "" {
+			t.Errorf("test cases at scale %s (-want,+got):\n%s", scale, diff)
+		}
+		if outage != 3 {
+			t.Errorf("scale %s has %d RegistryOutage workloads, want healthy, down and slow", scale, outage)
+		}
+	}
+	if got := workloads["ColdCache_ArchFilter/500Nodes_2000Pods"]; got.measuredPods != 2000 {
+		t.Errorf("ColdCache at small scale measures %d pods, want 2000", got.measuredPods)
+	}
+
+	for _, file := range []string{"default.yaml", "archfilter.yaml"} {
+		t.Run(file, func(t *testing.T) {
+			logger, _ := ktesting.NewTestContext(t)
+			cfg, err := options.LoadConfigFromFile(logger, filepath.Join(rendered, "scheduler", file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(cfg.Profiles) != 1 || cfg.Profiles[0].SchedulerName != "default-scheduler" {
+				t.Fatalf("want one default-scheduler profile, got %+v", cfg.Profiles)
+			}
+			args := archFilterArgs(cfg.Profiles[0])
+			if file == "default.yaml" {
+				if args != nil {
+					t.Errorf("the baseline configures ArchFilter: %+v", args)
+				}
+				return
+			}
+			if args == nil {
+				t.Fatal("no ArchFilter args")
+			}
+			if len(args.Registries) != 3 || args.Registries[0].CAFile != ca {
+				t.Errorf("registries: %+v", args.Registries)
+			}
+		})
+	}
+}
+
+func archFilterArgs(p schedconfig.KubeSchedulerProfile) *config.ArchFilterArgs {
+	for _, pc := range p.PluginConfig {
+		if pc.Name == archfilter.Name {
+			args, _ := pc.Args.(*config.ArchFilterArgs)
+			return args
+		}
+	}
+	return nil
+}

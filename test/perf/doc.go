@@ -1,0 +1,6 @@
+// Package perf measures archfilter inside kube-scheduler's own benchmark harness,
+// k8s.io/kubernetes/test/integration/scheduler_perf: the workloads in config/ run the
+// real scheduler with and without ArchFilter against an in-process apiserver, with
+// in-memory registries on loopback. The code is in the package's tests; hack/bench
+// runs them (make bench, make bench-smoke) and writes docs/benchmarks.md.
+package perf

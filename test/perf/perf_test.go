@@ -1,0 +1,183 @@
+package perf
+
+import (
+	"flag"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	_ "k8s.io/component-base/logs/json/register"
+	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
+	perf "k8s.io/kubernetes/test/integration/scheduler_perf"
+	"sigs.k8s.io/yaml"
+
+	_ "github.com/archfilter/archfilter/apis/config/scheme"
+	"github.com/archfilter/archfilter/pkg/plugins/archfilter"
+)
+
+// rounds repeats every workload, in turn: go test's -count would repeat each workload
+// back to back, so the two sides of a ratio would run minutes apart on a machine
+// whose load changes. Results carry a "/round-N" element that hack/bench strips.
+var rounds = flag.Int("rounds", 1, "how many times to run all selected workloads, one after the other")
+
+// configDir holds the workloads, templates and scheduler configurations, with
+// ${REGISTRY_*} placeholders for the registries' addresses and CA.
+const configDir = "config"
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	// The test apiserver leaves insecure_test_key* files in the temporary
+	// directory on every start. Give this process a directory of its own and
+	// remove it, rather than globbing a shared /tmp other tests write to.
+	tmp, err := os.MkdirTemp("", "archfilter-perf")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(tmp)
+	os.Setenv("TMPDIR", tmp)
+
+	if err := perf.InitTests(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return m.Run()
+}
+
+// BenchmarkPerfScheduling runs every workload of config/performance-config.yaml that
+// -perf-scheduling-label-filter selects (hack/bench/bench.sh sets it from
+// BENCH_SCALE), in one invocation, with ArchFilter in the out-of-tree registry.
+// Besides scheduler_perf's own metrics (SchedulingThroughput/…), each workload reports
+// what the harness observed (see observer.report).
+func BenchmarkPerfScheduling(b *testing.B) {
+	regs := startRegistries(b)
+	dir := renderConfigTo(b, b.TempDir(), map[string]string{
+		"${REGISTRY_WARM}":   regs.warm.Host(),
+		"${REGISTRY_COLD}":   regs.cold.Host(),
+		"${REGISTRY_OUTAGE}": regs.outage.Host(),
+		"${REGISTRY_CA}":     regs.writeCA(b, b.TempDir()),
+	})
+	workloads, err := loadWorkloads(filepath.Join(dir, "performance-config.yaml"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	obs := &observer{regs: regs, workloads: workloads}
+
+	// Paths in the configuration are relative to it, as in scheduler_perf's own.
+	b.Chdir(dir)
+	// scheduler_perf names its data items file after the benchmark, "…/round-N_…":
+	// the directory for the "BenchmarkPerfScheduling/" part must exist.
+	itemsDir := "."
+	if f := flag.Lookup("data-items-dir"); f != nil && f.Value.String() != "" {
+		itemsDir = f.Value.String()
+	}
+	if err := os.MkdirAll(filepath.Join(itemsDir, b.Name()), 0o755); err != nil {
+		b.Fatal(err)
+	}
+	for round := 1; round <= *rounds; round++ {
+		b.Run(fmt.Sprintf("round-%d", round), func(b *testing.B) {
+			perf.RunBenchmarkPerfScheduling(b, "performance-config.yaml", "archfilter",
+				frameworkruntime.Registry{archfilter.Name: archfilter.New},
+				perf.WithPrepareFn(obs.prepare))
+		})
+	}
+}
+
+// renderConfigTo copies configDir to out, replacing placeholders, and returns out.
+func renderConfigTo(tb testing.TB, out string, replace map[string]string) string {
+	tb.Helper()
+	err := filepath.WalkDir(configDir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(configDir, path)
+		if err != nil {
+			return err
+		}
+		target := filepath.Join(out, rel)
+		if d.IsDir() {
+			return os.MkdirAll(target, 0o755)
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		s := string(data)
+		for from, to := range replace {
+			s = strings.ReplaceAll(s, from, to)
+		}
+		if strings.Contains(s, "${REGISTRY_") {
+			return fmt.Errorf("%s: unknown ${REGISTRY_…} placeholder", path)
+		}
+		return os.WriteFile(target, []byte(s), 0o644)
+	})
+	if err != nil {
+		tb.Fatalf("rendering %s: %v", configDir, err)
+	}
+	return out
+}
+
+// workload is what the observer needs to know about one workload of the
+// configuration: how many pods it creates in total and in the measured namespace.
+type workload struct {
+	totalPods, measuredPods int
+}
+
+// loadWorkloads reads the scheduler_perf configuration (the subset of its schema the
+// observer needs) and returns the workloads by "TestCase/Workload".
+func loadWorkloads(path string) (map[string]workload, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var cases []struct {
+		Name             string
+		WorkloadTemplate []struct {
+			Opcode     string
+			Count      int
+			CountParam string
+			Namespace  string
+		}
+		Workloads []struct {
+			Name   string
+			Params map[string]int
+		}
+	}
+	if err := yaml.Unmarshal(data, &cases); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	out := map[string]workload{}
+	for _, tc := range cases {
+		for _, w := range tc.Workloads {
+			var wl workload
+			for _, op := range tc.WorkloadTemplate {
+				if op.Opcode != "createPods" {
+					continue
+				}
+				n := op.Count
+				if op.CountParam != "" {
+					v, ok := w.Params[strings.TrimPrefix(op.CountParam, "$")]
+					if !ok {
+						return nil, fmt.Errorf("%s/%s: no parameter %s", tc.Name, w.Name, op.CountParam)
+					}
+					n = v
+				}
+				wl.totalPods += n
+				if op.Namespace == measuredNamespace {
+					wl.measuredPods += n
+				}
+			}
+			if wl.measuredPods == 0 {
+				return nil, fmt.Errorf("%s/%s: no pods in namespace %q", tc.Name, w.Name, measuredNamespace)
+			}
+			out[tc.Name+"/"+w.Name] = wl
+		}
+	}
+	return out, nil
+}

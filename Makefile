@@ -57,7 +57,7 @@ docker-buildx: ## Build and push a multi-arch image for $(PLATFORMS) (needs Dock
 ##@ Test
 
 .PHONY: test
-test: test-unit test-integration e2e ## Every test: unit, integration (in-process control plane, real binary), e2e on a local KWOK cluster.
+test: test-unit test-integration e2e bench-smoke ## Every test: unit, integration (in-process control plane, real binary), e2e on a local KWOK cluster, benchmark smoke.
 
 .PHONY: test-unit
 test-unit: ## Unit tests (no network, no control plane).

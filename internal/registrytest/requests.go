@@ -84,41 +84,54 @@ func (l *RequestLog) add(r Request) {
 // response, so a test that counts requests right after a call returns never misses one.
 func (l *RequestLog) wrap(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		sw := &statusWriter{ResponseWriter: w, record: func(status int) {
+		sw := &StatusRecorder{ResponseWriter: w, Record: func(status int) {
 			l.add(Request{Method: r.Method, Path: r.URL.Path, Status: status})
 		}}
-		defer sw.writeHeaderOnce(http.StatusOK) // a handler that wrote nothing answered 200
+		defer sw.Done()
 		next.ServeHTTP(sw, r)
 	})
 }
 
-type statusWriter struct {
+// StatusRecorder calls Record with a response's status as it is written, before
+// the client can see it, so a count taken right after a call returns never
+// misses the call's last request. Call Done when the handler returns: a
+// handler that wrote nothing answered 200.
+type StatusRecorder struct {
 	http.ResponseWriter
-	record      func(status int)
-	wroteHeader bool
+	Record func(status int)
+	wrote  bool
 }
 
-func (w *statusWriter) writeHeaderOnce(code int) {
-	if !w.wroteHeader {
-		w.wroteHeader = true
-		w.record(code)
+// Done records 200 if nothing was written.
+func (w *StatusRecorder) Done() { w.writeHeaderOnce(http.StatusOK) }
+
+func (w *StatusRecorder) writeHeaderOnce(code int) {
+	if !w.wrote {
+		w.wrote = true
+		w.Record(code)
 	}
 }
 
-func (w *statusWriter) WriteHeader(code int) {
+// WriteHeader records code and passes it on.
+func (w *StatusRecorder) WriteHeader(code int) {
 	w.writeHeaderOnce(code)
 	w.ResponseWriter.WriteHeader(code)
 }
 
-func (w *statusWriter) Write(b []byte) (int, error) {
+// Write records an implicit 200 and passes the body on.
+func (w *StatusRecorder) Write(b []byte) (int, error) {
 	w.writeHeaderOnce(http.StatusOK)
 	return w.ResponseWriter.Write(b)
 }
 
 // Flush lets fault bodies stream through the recorder.
-func (w *statusWriter) Flush() {
+func (w *StatusRecorder) Flush() {
 	w.writeHeaderOnce(http.StatusOK)
 	if f, ok := w.ResponseWriter.(http.Flusher); ok {
 		f.Flush()
 	}
 }
+
+// Unwrap lets http.ResponseController (which reverse proxies flush through)
+// reach the real writer.
+func (w *StatusRecorder) Unwrap() http.ResponseWriter { return w.ResponseWriter }

@@ -246,12 +246,12 @@ func (f *front) take(r *http.Request) (frontRule, bool) {
 }
 
 func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	sw := &statusWriter{ResponseWriter: w, record: func(status int) {
+	sw := &registrytest.StatusRecorder{ResponseWriter: w, Record: func(status int) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		f.log = append(f.log, r.Method+" "+r.URL.Path+" "+strconv.Itoa(status))
 	}}
-	defer sw.writeHeaderOnce(http.StatusOK)
+	defer sw.Done()
 	rule, ok := f.take(r)
 	if !ok {
 		f.proxy.ServeHTTP(sw, r)
@@ -297,35 +297,6 @@ func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	sw.WriteHeader(rule.Status)
 	_, _ = sw.Write(rule.Body)
 }
-
-// statusWriter records a response's status when it is written, before the client can see
-// it, so a count taken right after a call returns never misses the call's last request.
-type statusWriter struct {
-	http.ResponseWriter
-	record func(status int)
-	wrote  bool
-}
-
-func (w *statusWriter) writeHeaderOnce(code int) {
-	if !w.wrote {
-		w.wrote = true
-		w.record(code)
-	}
-}
-
-func (w *statusWriter) WriteHeader(code int) {
-	w.writeHeaderOnce(code)
-	w.ResponseWriter.WriteHeader(code)
-}
-
-func (w *statusWriter) Write(b []byte) (int, error) {
-	w.writeHeaderOnce(http.StatusOK)
-	return w.ResponseWriter.Write(b)
-}
-
-// Unwrap lets http.ResponseController (which the reverse proxy flushes through) reach the
-// real writer.
-func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // newResolver builds the production stack: a transport.Transport with topts, and a
 // resolver whose Transport and Endpoints are the transport's.

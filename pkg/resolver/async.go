@@ -138,7 +138,8 @@ func (r *Resolver) ResolveAsync(req Request, done func(Result)) {
 
 // Run starts Options.Workers workers and blocks until ctx is done and they have returned.
 // Resolutions in progress are cancelled; callbacks of queued requests are then called with
-// a Timeout failure wrapping ErrStopped. Run may be called once.
+// a Timeout failure wrapping ErrStopped, and the transport's idle connections are closed,
+// so that no connection to a registry outlives the resolver. Run may be called once.
 func (r *Resolver) Run(ctx context.Context) {
 	if !r.running.CompareAndSwap(false, true) {
 		klog.FromContext(ctx).Error(nil, "Resolver.Run called more than once; ignoring")
@@ -152,6 +153,11 @@ func (r *Resolver) Run(ctx context.Context) {
 	}
 	<-ctx.Done()
 	wg.Wait()
+	// net/http lets a dial finish after its request was cancelled and pools the
+	// connection; closing idle connections also closes those that become idle later.
+	if c, ok := r.opts.Transport.(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
+	}
 	left := r.queue.stop()
 	for _, t := range left {
 		res := stoppedResult(t.req, t.ref)

@@ -194,6 +194,48 @@ func TestRunStops(t *testing.T) {
 	}
 }
 
+// idleCloser is a transport that counts calls of CloseIdleConnections.
+type idleCloser struct {
+	*http.Transport
+	calls atomic.Int32
+}
+
+func (c *idleCloser) CloseIdleConnections() {
+	c.calls.Add(1)
+	c.Transport.CloseIdleConnections()
+}
+
+// A pooled connection would outlive the resolver (and a scheduler that embeds it: its
+// readLoop goroutine and the registry's side of the connection) until the registry
+// drops it.
+func TestRunClosesIdleConnections(t *testing.T) {
+	m := registrytest.NewMemory(t)
+	img := m.Fixtures(t).Index("app:v1", registrytest.OCI, "linux/amd64")
+	tr := &idleCloser{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+	r := newTestResolver(t, Options{Workers: 1, Transport: tr})
+	ctx, cancel := context.WithCancel(testContext(t))
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		r.Run(ctx)
+	}()
+
+	c := newCalls()
+	r.ResolveAsync(Request{Image: img.Ref}, c.done(0))
+	poll(t, "the resolution", func() bool { return c.total.Load() == 1 })
+	if err := c.results[0].Err; err != nil {
+		t.Fatalf("resolving %s: %v", img.Ref, err)
+	}
+	if n := tr.calls.Load(); n != 0 {
+		t.Errorf("CloseIdleConnections called %d times while running, want 0", n)
+	}
+	cancel()
+	<-stopped
+	if n := tr.calls.Load(); n != 1 {
+		t.Errorf("CloseIdleConnections called %d times after Run returned, want 1", n)
+	}
+}
+
 // workerGoroutines counts goroutines running Resolver.worker.
 func workerGoroutines() int {
 	buf := make([]byte, 1<<20)

@@ -59,7 +59,9 @@ type Options struct {
 	Cache          CacheOptions
 	// Transport carries every request, including the auth handshake. It is where address
 	// policy, TLS settings, 429 handling and circuit breaking live. Default: a clone of
-	// http.DefaultTransport.
+	// http.DefaultTransport. When Run returns it closes the transport's idle connections
+	// if the transport has a CloseIdleConnections method, as *http.Transport does: the
+	// resolver is taken to be its only user.
 	Transport http.RoundTripper
 	// Endpoints returns where to fetch a registry's content, mirrors first and the registry
 	// itself last. Nil, or an empty answer, means the registry alone.

@@ -46,10 +46,12 @@ func (r *registries) all() []*registry { return []*registry{r.warm, r.cold, r.ou
 // first, and a burst of cold resolutions counts those refusals towards the circuit
 // breaker, which opens and fails every pod open (see docs/benchmarks.md).
 //
-// The proxy's own, because the scheduler's resolver keeps idle keep-alive connections
-// after the scheduler stops; scheduler_perf's goroutine leak check after each workload
-// would count them, so the harness closes them (disconnect) once a workload is done,
-// and the proxy closes connections idle for a second.
+// The proxy's own, because scheduler_perf checks for leaked goroutines after each
+// workload, and a connection open to the registry counts on both ends. The resolver
+// closes its idle connections when it stops, but the harness's cleanup runs before
+// scheduler_perf stops the scheduler, and a registry outlives the workloads: so the
+// harness also closes every connection (disconnect) once a workload is done, and the
+// proxy closes connections idle for a second.
 type registry struct {
 	*registrytest.Memory
 	front    *httptest.Server

@@ -101,8 +101,9 @@ func setup(t *testing.T, configFile string) (map[string]*config.Plugins, error) 
 }
 
 // defaultPluginsWithArchFilter is kube-scheduler v1.34's default profile with
-// ArchFilter enabled through multiPoint: every default plugin stays, and
-// ArchFilter runs at each extension point it implements, after the defaults.
+// ArchFilter enabled as the manifests enable it: through multiPoint, so every
+// default plugin stays and ArchFilter runs at each extension point it implements
+// after the defaults, and under filter, which makes it the first Filter plugin.
 func defaultPluginsWithArchFilter() *config.Plugins {
 	e := func(names ...string) config.PluginSet {
 		ps := config.PluginSet{}
@@ -116,9 +117,9 @@ func defaultPluginsWithArchFilter() *config.Plugins {
 		QueueSort:  e("PrioritySort"),
 		PreFilter: e("NodeAffinity", "NodePorts", "NodeResourcesFit", "VolumeRestrictions", "NodeVolumeLimits",
 			"VolumeBinding", "VolumeZone", "PodTopologySpread", "InterPodAffinity", "DynamicResources", archfilter.Name),
-		Filter: e("NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity", "NodePorts", "NodeResourcesFit",
-			"VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding", "VolumeZone", "PodTopologySpread",
-			"InterPodAffinity", "DynamicResources", archfilter.Name),
+		Filter: e(archfilter.Name, "NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity", "NodePorts",
+			"NodeResourcesFit", "VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding", "VolumeZone",
+			"PodTopologySpread", "InterPodAffinity", "DynamicResources"),
 		PostFilter: e("DynamicResources", "DefaultPreemption"),
 		PreScore: e("TaintToleration", "NodeAffinity", "NodeResourcesFit", "VolumeBinding", "PodTopologySpread",
 			"InterPodAffinity", "NodeResourcesBalancedAllocation", archfilter.Name),

@@ -21,22 +21,34 @@ type NodePlatform struct {
 }
 
 // FromNode reads a node's platform from the kubernetes.io/os and kubernetes.io/arch labels,
-// falling back, field by field, to the beta labels and then to status.nodeInfo, and its
-// Windows build from node.kubernetes.io/windows-build. The labels come first because they
+// falling back, field by field, to the beta labels and then to status.nodeInfo, and a Windows
+// node's build from node.kubernetes.io/windows-build. The labels come first because they
 // are what nodeAffinity and nodeSelector see, so archfilter agrees with them.
 //
 // Values are used verbatim: the kubelet writes them from GOOS and GOARCH, which are already
 // in normalised form. ok is false when the OS or the architecture is unknown.
 //
-// FromNode does not allocate; it runs for every node in the Filter phase.
+// FromNode does not allocate, and reads no label it does not need: it runs for every node
+// in the Filter phase, where the node's label map is usually not in the CPU cache.
 func FromNode(node *v1.Node) (np NodePlatform, ok bool) {
 	if node == nil {
 		return NodePlatform{}, false
 	}
-	np = NodePlatform{
-		OS:           firstNonEmpty(node.Labels[v1.LabelOSStable], node.Labels[labelBetaOS], node.Status.NodeInfo.OperatingSystem),
-		Architecture: firstNonEmpty(node.Labels[v1.LabelArchStable], node.Labels[labelBetaArch], node.Status.NodeInfo.Architecture),
-		WindowsBuild: node.Labels[v1.LabelWindowsBuild],
+	labels := node.Labels
+	np.OS = labels[v1.LabelOSStable]
+	if np.OS == "" {
+		if np.OS = labels[labelBetaOS]; np.OS == "" {
+			np.OS = node.Status.NodeInfo.OperatingSystem
+		}
+	}
+	np.Architecture = labels[v1.LabelArchStable]
+	if np.Architecture == "" {
+		if np.Architecture = labels[labelBetaArch]; np.Architecture == "" {
+			np.Architecture = node.Status.NodeInfo.Architecture
+		}
+	}
+	if np.OS == "windows" {
+		np.WindowsBuild = labels[v1.LabelWindowsBuild]
 	}
 	return np, np.OS != "" && np.Architecture != ""
 }
@@ -44,14 +56,4 @@ func FromNode(node *v1.Node) (np NodePlatform, ok bool) {
 // String returns "os/arch", the form Platform.String uses, for logs and events.
 func (n NodePlatform) String() string {
 	return n.OS + "/" + n.Architecture
-}
-
-func firstNonEmpty(a, b, c string) string {
-	switch {
-	case a != "":
-		return a
-	case b != "":
-		return b
-	}
-	return c
 }

@@ -44,7 +44,7 @@ func TestConfig(t *testing.T) {
 		}
 		perScale[w] = append(perScale[w], name) // w: "500Nodes_2000Pods"
 	}
-	wantCases := []string{"ColdCache_ArchFilter", "MixedArch_ArchFilter", "MixedArch_Default", "S390xOnly_ArchFilter", "S390xOnly_NodeAffinity"}
+	wantCases := []string{"ColdCache_ArchFilter", "MixedArch_ArchFilter", "MixedArch_ArchFilterLast", "MixedArch_Default", "S390xOnly_ArchFilter", "S390xOnly_NodeAffinity"}
 	for _, scale := range []string{"500Nodes_2000Pods", "5000Nodes_10000Pods"} {
 		var cases []string
 		outage := 0
@@ -68,7 +68,23 @@ func TestConfig(t *testing.T) {
 		t.Errorf("ColdCache at small scale measures %d pods, want 2000", got.measuredPods)
 	}
 
-	for _, file := range []string{"default.yaml", "archfilter.yaml"} {
+	// The ArchFilter profile measures what the manifests deploy.
+	logger, _ := ktesting.NewTestContext(t)
+	deployed, err := options.LoadConfigFromFile(logger, filepath.Join("..", "..", "manifests", "scheduler-config", "default-scheduler.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantPlugins := map[string]*schedconfig.Plugins{
+		"archfilter.yaml": deployed.Profiles[0].Plugins,
+		// The same without ArchFilter under filter.
+		"archfilter-multipoint-only.yaml": func() *schedconfig.Plugins {
+			p := deployed.Profiles[0].Plugins.DeepCopy()
+			p.Filter = schedconfig.PluginSet{}
+			return p
+		}(),
+	}
+
+	for _, file := range []string{"default.yaml", "archfilter.yaml", "archfilter-multipoint-only.yaml"} {
 		t.Run(file, func(t *testing.T) {
 			logger, _ := ktesting.NewTestContext(t)
 			cfg, err := options.LoadConfigFromFile(logger, filepath.Join(rendered, "scheduler", file))
@@ -90,6 +106,9 @@ func TestConfig(t *testing.T) {
 			}
 			if len(args.Registries) != 3 || args.Registries[0].CAFile != ca {
 				t.Errorf("registries: %+v", args.Registries)
+			}
+			if diff := cmp.Diff(wantPlugins[file], cfg.Profiles[0].Plugins); diff != "" {
+				t.Errorf("plugins (-want,+got):\n%s", diff)
 			}
 		})
 	}

@@ -35,6 +35,7 @@ type ArchFilter struct {
 	resolver    resolver.Interface
 	credentials credentialSource
 	nodes       *nodeIndex
+	platforms   *platformTable
 	held        *heldPods
 	// daemonSetChecked holds the UIDs of DaemonSet pods already checked.
 	daemonSetChecked sync.Map
@@ -97,6 +98,7 @@ func newPlugin(ctx context.Context, args *config.ArchFilterArgs, h framework.Han
 		resolver:    d.resolver,
 		credentials: d.credentials,
 		nodes:       newNodeIndex(),
+		platforms:   newPlatformTable(),
 		clock:       d.clock,
 	}
 	pl.events = podEvents{recorder: h.EventRecorder()}
@@ -108,7 +110,7 @@ func newPlugin(ctx context.Context, args *config.ArchFilterArgs, h framework.Han
 		if s.namespaceSelector != nil {
 			pl.scope.namespaces = f.Core().V1().Namespaces().Lister()
 		}
-		if err := pl.nodes.watch(f.Core().V1().Nodes().Informer()); err != nil {
+		if err := watchNodes(f.Core().V1().Nodes().Informer(), pl.nodes, pl.platforms); err != nil {
 			return nil, err
 		}
 		if err := pl.held.forgetDeletedPods(f.Core().V1().Pods().Informer()); err != nil {

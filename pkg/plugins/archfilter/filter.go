@@ -36,6 +36,8 @@ const preFilterStateKey fwk.StateKey = "PreFilter" + Name
 // modified after PreFilter, so Clone can share it.
 type preFilterState struct {
 	set platform.Set
+	// match answers Filter for set.
+	match matcher
 	// reason is the Filter rejection message, built once per cycle.
 	reason string
 	// tolerateArchTaints lets ArchAwareTaintToleration tolerate arch taints
@@ -163,6 +165,7 @@ func (pl *ArchFilter) PreFilter(ctx context.Context, state fwk.CycleState, pod *
 	}
 	state.Write(preFilterStateKey, &preFilterState{
 		set:                d.set,
+		match:              newMatcher(pl.platforms.snapshot(), d.set),
 		reason:             ReasonPlatformMismatch + " (" + d.set.String() + ")",
 		tolerateArchTaints: pl.settings.archTaintToleration,
 	})
@@ -197,8 +200,7 @@ func (pl *ArchFilter) Filter(_ context.Context, state fwk.CycleState, _ *v1.Pod,
 	if err != nil {
 		return fwk.AsStatus(err)
 	}
-	np, ok := platform.FromNode(nodeInfo.Node())
-	if !ok || s.set.MatchesNode(np) {
+	if s.match.allows(nodeInfo.Node()) {
 		return nil
 	}
 	nodeRejections.Inc()

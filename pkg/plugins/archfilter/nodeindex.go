@@ -5,7 +5,6 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
-	"k8s.io/client-go/tools/cache"
 
 	"github.com/archfilter/archfilter/pkg/platform"
 )
@@ -28,22 +27,6 @@ func newNodeIndex() *nodeIndex {
 	return &nodeIndex{platformOf: map[string]platform.NodePlatform{}, byArch: map[osArch]sets.Set[string]{}}
 }
 
-func (x *nodeIndex) watch(informer cache.SharedIndexInformer) error {
-	_, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { x.upsert(obj) },
-		UpdateFunc: func(_, obj any) { x.upsert(obj) },
-		DeleteFunc: func(obj any) {
-			if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-				obj = d.Obj
-			}
-			if node, ok := obj.(*v1.Node); ok {
-				x.remove(node.Name)
-			}
-		},
-	})
-	return err
-}
-
 // platform returns the last seen platform of a node.
 func (x *nodeIndex) platform(name string) (platform.NodePlatform, bool) {
 	x.mu.RLock()
@@ -52,11 +35,7 @@ func (x *nodeIndex) platform(name string) (platform.NodePlatform, bool) {
 	return np, ok && np.OS != "" && np.Architecture != ""
 }
 
-func (x *nodeIndex) upsert(obj any) {
-	node, ok := obj.(*v1.Node)
-	if !ok {
-		return
-	}
+func (x *nodeIndex) set(node *v1.Node) {
 	np, _ := platform.FromNode(node)
 	x.mu.Lock()
 	defer x.mu.Unlock()

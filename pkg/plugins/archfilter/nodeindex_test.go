@@ -77,37 +77,30 @@ func TestNodeIndex(t *testing.T) {
 	}{
 		{
 			name:      "add",
-			ops:       func(x *nodeIndex) { x.upsert(amd); x.upsert(arm); x.upsert(bare) },
+			ops:       func(x *nodeIndex) { x.set(amd); x.set(arm); x.set(bare) },
 			set:       "linux/arm64",
 			want:      []string{"b", "c"},
 			wantTotal: 3,
 		},
 		{
 			name:      "update with the same platform is a no-op",
-			ops:       func(x *nodeIndex) { x.upsert(amd); x.upsert(relabel(amd, "zone", "z")) },
+			ops:       func(x *nodeIndex) { x.set(amd); x.set(relabel(amd, "zone", "z")) },
 			set:       "linux/amd64",
 			want:      []string{"a"},
 			wantTotal: 1,
 		},
 		{
 			name:      "relabel moves the node",
-			ops:       func(x *nodeIndex) { x.upsert(amd); x.upsert(relabel(amd, v1.LabelArchStable, "arm64")) },
+			ops:       func(x *nodeIndex) { x.set(amd); x.set(relabel(amd, v1.LabelArchStable, "arm64")) },
 			set:       "linux/amd64",
 			want:      []string{},
 			wantTotal: 1,
 		},
 		{
 			name:      "remove",
-			ops:       func(x *nodeIndex) { x.upsert(amd); x.upsert(arm); x.remove("a"); x.remove("unknown") },
+			ops:       func(x *nodeIndex) { x.set(amd); x.set(arm); x.remove("a"); x.remove("unknown") },
 			set:       "linux/amd64,linux/arm64",
 			want:      []string{"b"},
-			wantTotal: 1,
-		},
-		{
-			name:      "wrong object type is ignored",
-			ops:       func(x *nodeIndex) { x.upsert("not a node"); x.upsert(amd) },
-			set:       "linux/amd64",
-			want:      []string{"a"},
 			wantTotal: 1,
 		},
 	}
@@ -130,10 +123,10 @@ func TestNodeIndex(t *testing.T) {
 // change when the index does.
 func TestNodeIndexSetsAreNotMutated(t *testing.T) {
 	x := newNodeIndex()
-	x.upsert(linuxNode("a", "amd64"))
+	x.set(linuxNode("a", "amd64"))
 	names, _ := x.matching(platform.NewSet(platform.Platform{OS: "linux", Architecture: "amd64"}))
 	before := sorted(names.UnsortedList()...)
-	x.upsert(linuxNode("b", "amd64"))
+	x.set(linuxNode("b", "amd64"))
 	x.remove("a")
 	if diff := cmp.Diff(before, sorted(names.UnsortedList()...)); diff != "" {
 		t.Errorf("handed-out set changed (-before,+after):\n%s", diff)

@@ -1,0 +1,137 @@
+package archfilter
+
+import (
+	"maps"
+	"sync"
+	"sync/atomic"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/archfilter/archfilter/pkg/platform"
+)
+
+// maxTablePlatforms bounds the distinct node platforms (os, arch, Windows build) the
+// table numbers; nodes of further platforms are read from their labels.
+const maxTablePlatforms = 1 << 12
+
+// platformTable answers Filter's "which platform is this node?" from a small table
+// keyed by the node object, fed by node informer events, instead of from the node's
+// labels. Filter runs for hundreds of nodes per cycle; each node's label map is a
+// separate allocation, rarely in the CPU cache by the time Filter reads it, and on
+// 5 000 nodes those reads made Filter cost as much as all default Filter plugins
+// together (docs/benchmarks.md). The table is a few dozen kilobytes and stays cached.
+//
+// Keys are the informer's objects, which are never modified: a node found in the
+// table has exactly the platform its labels say, however the table lags the
+// scheduler's snapshot. A node that is not found (not delivered yet, or the
+// scheduler holds an object the table has replaced) is read from its labels.
+type platformTable struct {
+	mu sync.Mutex
+	// ids is the table being written, under mu; published is a copy that is never
+	// modified, for readers.
+	ids map[*v1.Node]uint16
+	// objects holds each node's current object, to drop the previous one.
+	objects map[string]*v1.Node
+	// numbers names the platforms; platforms is append-only, so a snapshot's
+	// prefix of it never changes.
+	numbers   map[platform.NodePlatform]uint16
+	platforms []platform.NodePlatform
+	dirty     atomic.Bool
+	published atomic.Pointer[platformSnapshot]
+}
+
+// platformSnapshot is the table at one moment: an id per node object, and the
+// platform of each id.
+type platformSnapshot struct {
+	ids       map[*v1.Node]uint16
+	platforms []platform.NodePlatform
+}
+
+func newPlatformTable() *platformTable {
+	t := &platformTable{
+		ids:     map[*v1.Node]uint16{},
+		objects: map[string]*v1.Node{},
+		numbers: map[platform.NodePlatform]uint16{},
+	}
+	t.published.Store(&platformSnapshot{})
+	return t
+}
+
+func (t *platformTable) set(node *v1.Node) {
+	np, _ := platform.FromNode(node)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if old := t.objects[node.Name]; old != nil {
+		delete(t.ids, old)
+		delete(t.objects, node.Name)
+	}
+	id, ok := t.numbers[np]
+	if !ok {
+		if len(t.platforms) >= maxTablePlatforms {
+			t.dirty.Store(true)
+			return
+		}
+		id = uint16(len(t.platforms))
+		t.numbers[np] = id
+		t.platforms = append(t.platforms, np)
+	}
+	t.ids[node] = id
+	t.objects[node.Name] = node
+	t.dirty.Store(true)
+}
+
+func (t *platformTable) remove(name string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if old := t.objects[name]; old != nil {
+		delete(t.ids, old)
+		delete(t.objects, name)
+		t.dirty.Store(true)
+	}
+}
+
+// snapshot returns the table as of now. It copies the table when nodes changed
+// since the last call, so at most once per scheduling cycle: a burst of node
+// events costs one copy, not one per event.
+func (t *platformTable) snapshot() *platformSnapshot {
+	if t.dirty.Load() {
+		t.mu.Lock()
+		if t.dirty.Load() {
+			t.published.Store(&platformSnapshot{ids: maps.Clone(t.ids), platforms: t.platforms[:len(t.platforms):len(t.platforms)]})
+			t.dirty.Store(false)
+		}
+		t.mu.Unlock()
+	}
+	return t.published.Load()
+}
+
+// matcher answers, for one pod's platform set, whether a node can run the pod:
+// from the snapshot's id of the node when it has one, from the node's labels
+// otherwise. A node that reports no platform matches, as in FromNode's contract.
+type matcher struct {
+	snapshot *platformSnapshot
+	// allowed is indexed by platform id.
+	allowed []bool
+	set     platform.Set
+}
+
+func newMatcher(snap *platformSnapshot, set platform.Set) matcher {
+	allowed := make([]bool, len(snap.platforms))
+	for id, np := range snap.platforms {
+		allowed[id] = matches(set, np, np.OS != "" && np.Architecture != "")
+	}
+	return matcher{snapshot: snap, allowed: allowed, set: set}
+}
+
+// allows does not allocate.
+func (m *matcher) allows(node *v1.Node) bool {
+	if id, ok := m.snapshot.ids[node]; ok {
+		return m.allowed[id]
+	}
+	np, ok := platform.FromNode(node)
+	return matches(m.set, np, ok)
+}
+
+func matches(set platform.Set, np platform.NodePlatform, known bool) bool {
+	return !known || set.MatchesNode(np)
+}

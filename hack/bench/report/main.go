@@ -283,16 +283,7 @@ func compare(r results, workload, section string, base, subject pair, target flo
 // throughputNote says what the run shows about a missed throughput ratio: the spread of
 // the runs, and whether pod creation rather than the scheduler set the pace.
 func throughputNote(r results, base, subject string, ratio, target float64) string {
-	var parts []string
-	for _, n := range []string{base, subject} {
-		vs := slices.Clone(r[n][throughput])
-		slices.Sort(vs)
-		if len(vs) > 1 {
-			spread := (vs[len(vs)-1] - vs[0]) / vs[len(vs)/2] * 100
-			parts = append(parts, fmt.Sprintf("`%s` ranged %s–%s pods/s over %d runs (±%.0f %% around its median)",
-				strings.TrimPrefix(n, "BenchmarkPerfScheduling/"), f0(vs[0]), f0(vs[len(vs)-1]), len(vs), spread/2))
-		}
-	}
+	parts := spreads(r, []string{base, subject}, throughput, "pods/s", f0)
 	for _, n := range []string{base, subject} {
 		cr, ok1 := r.median(n, createRate)
 		br, ok2 := r.median(n, bindRate)
@@ -303,6 +294,21 @@ func throughputNote(r results, base, subject string, ratio, target float64) stri
 		}
 	}
 	return fmt.Sprintf("ratio %s against a target of %s. %s.", f2(ratio), f2(target), strings.Join(parts, "; "))
+}
+
+// spreads describes how unit varied over the runs of each named benchmark.
+func spreads(r results, names []string, unit, unitLabel string, format func(float64) string) []string {
+	var parts []string
+	for _, n := range names {
+		vs := slices.Clone(r[n][unit])
+		slices.Sort(vs)
+		if len(vs) > 1 {
+			spread := (vs[len(vs)-1] - vs[0]) / vs[len(vs)/2] * 100
+			parts = append(parts, fmt.Sprintf("`%s` ranged %s–%s %s over %d runs (±%.0f %% around its median)",
+				strings.TrimPrefix(n, "BenchmarkPerfScheduling/"), format(vs[0]), format(vs[len(vs)-1]), unitLabel, len(vs), spread/2))
+		}
+	}
+	return parts
 }
 
 func throughputRows(r results, workload string) []row {
@@ -389,34 +395,37 @@ func heldCyclesRow(r results, section string, names ...string) row {
 func outageRows(r results, workload string) []row {
 	const section = "Registry outage, half the pods cached"
 	healthy := perfName("RegistryOutage_ArchFilter", "Healthy_"+workload)
-	base, ok := r.median(healthy, throughput)
-	if !ok {
+	baseTime, ok1 := r.median(healthy, allBound)
+	baseRate, ok2 := r.median(healthy, throughput)
+	if !ok1 || !ok2 || baseTime <= 0 {
 		return []row{{section: section, measurement: "RegistryOutage_ArchFilter", result: "no result", status: noData}}
 	}
-	bb, _ := r.median(healthy, bindRate)
 	rows := []row{{section: section, measurement: "cached half, registry healthy (20 ms)",
-		result: fmt.Sprintf("%s pods/s (bind rate %s; %d runs)", f0(base), f0(bb), r.runs(healthy, throughput)), status: noCheck}}
+		result: fmt.Sprintf("all bound %s s after the first was created; while being bound: %s pods/s (%d runs)",
+			f2(baseTime), f0(baseRate), r.runs(healthy, allBound)), status: noCheck}}
 	names := []string{healthy}
 	for _, c := range []struct{ prefix, label string }{
-		{"Down_", "cached half, registry down (503): ratio to healthy"},
-		{"Slow2s_", "cached half, registry slow (2 s per request): ratio to healthy"},
+		{"Down_", "cached half, registry down (503): throughput ratio to healthy"},
+		{"Slow2s_", "cached half, registry slow (2 s per request): throughput ratio to healthy"},
 	} {
 		n := perfName("RegistryOutage_ArchFilter", c.prefix+workload)
 		names = append(names, n)
-		v, ok := r.median(n, throughput)
-		if !ok {
+		t, ok := r.median(n, allBound)
+		if !ok || t <= 0 {
 			rows = append(rows, row{section: section, measurement: c.label, result: "no result", target: "≥ 0.95", status: noData})
 			continue
 		}
-		br, _ := r.median(n, bindRate)
+		rate, _ := r.median(n, throughput)
 		fo, _ := r.median(n, failOpen)
 		to, _ := r.median(n, timeouts)
+		ratio := baseTime / t
 		rw := row{section: section, measurement: c.label, target: "≥ 0.95",
-			result: fmt.Sprintf("%s (%s pods/s; bind rates: %s; the other half: %s failed open, %s released by maxWait)",
-				f2(v/base), f0(v), f2(br/bb), f0(fo), f0(to)),
-			status: atLeast(v/base, 0.95)}
+			result: fmt.Sprintf("%s (all bound in %s s; while being bound: %s pods/s, %s of healthy; the other half: %s failed open, %s released by maxWait)",
+				f2(ratio), f2(t), f0(rate), f2(rate/baseRate), f0(fo), f0(to)),
+			status: atLeast(ratio, 0.95)}
 		if rw.status == missed {
-			rw.note = throughputNote(r, healthy, n, v/base, 0.95)
+			rw.note = fmt.Sprintf("ratio %s against a target of 0.95: the cached half took %s s to be bound, against %s s with a healthy registry.",
+				f2(ratio), f2(t), f2(baseTime)) + " " + strings.Join(spreads(r, []string{healthy, n}, allBound, "s", f2), "; ") + "."
 		}
 		rows = append(rows, rw)
 	}
@@ -669,6 +678,15 @@ ArchFilter under ` + "`multiPoint`" + ` and under ` + "`filter`" + `, which make
   tens of milliseconds and competes with the cached half for scheduling cycles; in the outage
   runs it is held or fails open, so a ratio above 1 means held pods stayed out of the way, and
   a ratio well below 1 would mean an outage slows down pods that have nothing to do with it.
+  The cached half's throughput is its pods divided by the time from the first one's creation
+  to the last one's bind, so the ratio to healthy is the inverse ratio of those times.
+  scheduler_perf's ` + "`SchedulingThroughput`" + ` (shown as *while being bound*) is not used for the
+  target here: it averages one-second samples from the first bind on, and in the healthy run
+  the cached half's first bind waits, about 15 s at full scale, until the other half is
+  scheduled, after which its pods, all created by then, are bound in a burst with no pod
+  creation competing; in the outage runs they are bound as they are created. The two sample
+  averages therefore measure different situations, while the time until the half is bound is
+  what an outage could worsen for pods that have nothing to do with it.
 
 **Micro-benchmarks** are the plugin's and the resolver's ` + "`go test -bench`" + ` benchmarks
 (` + "`pkg/plugins/archfilter`" + `, ` + "`pkg/resolver`" + `) with ` + "`-benchmem`" + `: Filter on the accept and reject paths

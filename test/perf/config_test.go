@@ -11,6 +11,7 @@ import (
 	"k8s.io/klog/v2/ktesting"
 	"k8s.io/kubernetes/cmd/kube-scheduler/app/options"
 	schedconfig "k8s.io/kubernetes/pkg/scheduler/apis/config"
+	"sigs.k8s.io/yaml"
 
 	"github.com/archfilter/archfilter/apis/config"
 	"github.com/archfilter/archfilter/pkg/plugins/archfilter"
@@ -63,6 +64,23 @@ func TestConfig(t *testing.T) {
 		if outage != 3 {
 			t.Errorf("scale %s has %d RegistryOutage workloads, want healthy, down and slow", scale, outage)
 		}
+	}
+	// Even rounds run the same workloads in reverse order.
+	reversed, err := writeReversed(filepath.Join(rendered, "performance-config.yaml"), filepath.Join(dir, "reversed.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reversedWorkloads, err := loadWorkloads(reversed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(workloads, reversedWorkloads, cmp.AllowUnexported(workload{})); diff != "" {
+		t.Errorf("reversed configuration has other workloads (-want,+got):\n%s", diff)
+	}
+	forward, backward := caseNames(t, filepath.Join(rendered, "performance-config.yaml")), caseNames(t, reversed)
+	slices.Reverse(backward)
+	if len(forward) < 2 || !slices.Equal(forward, backward) {
+		t.Errorf("test cases in reverse: %v, want the reverse of %v", backward, forward)
 	}
 	if got := workloads["ColdCache_ArchFilter/500Nodes_2000Pods"]; got.measuredPods != 2000 {
 		t.Errorf("ColdCache at small scale measures %d pods, want 2000", got.measuredPods)
@@ -122,4 +140,21 @@ func archFilterArgs(p schedconfig.KubeSchedulerProfile) *config.ArchFilterArgs {
 		}
 	}
 	return nil
+}
+
+func caseNames(t *testing.T, path string) []string {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cases []struct{ Name string }
+	if err := yaml.Unmarshal(data, &cases); err != nil {
+		t.Fatal(err)
+	}
+	names := make([]string, 0, len(cases))
+	for _, c := range cases {
+		names = append(names, c.Name)
+	}
+	return names
 }

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -20,7 +21,9 @@ import (
 
 // rounds repeats every workload, in turn: go test's -count would repeat each workload
 // back to back, so the two sides of a ratio would run minutes apart on a machine
-// whose load changes. Results carry a "/round-N" element that hack/bench strips.
+// whose load changes. Even rounds run the test cases in reverse order, so neither
+// side of a pair always runs first. Results carry a "/round-N" element that
+// hack/bench strips.
 var rounds = flag.Int("rounds", 1, "how many times to run all selected workloads, one after the other")
 
 // configDir holds the workloads, templates and scheduler configurations, with
@@ -80,13 +83,40 @@ func BenchmarkPerfScheduling(b *testing.B) {
 	if err := os.MkdirAll(filepath.Join(itemsDir, b.Name()), 0o755); err != nil {
 		b.Fatal(err)
 	}
+	reversed, err := writeReversed("performance-config.yaml", "performance-config-reversed.yaml")
+	if err != nil {
+		b.Fatal(err)
+	}
 	for round := 1; round <= *rounds; round++ {
+		config := "performance-config.yaml"
+		if round%2 == 0 {
+			config = reversed
+		}
 		b.Run(fmt.Sprintf("round-%d", round), func(b *testing.B) {
-			perf.RunBenchmarkPerfScheduling(b, "performance-config.yaml", "archfilter",
+			perf.RunBenchmarkPerfScheduling(b, config, "archfilter",
 				frameworkruntime.Registry{archfilter.Name: archfilter.New},
 				perf.WithPrepareFn(obs.prepare))
 		})
 	}
+}
+
+// writeReversed writes the test cases of the configuration in reverse order (YAML
+// anchors resolved) and returns the new file's name.
+func writeReversed(from, to string) (string, error) {
+	data, err := os.ReadFile(from)
+	if err != nil {
+		return "", err
+	}
+	var cases []any
+	if err := yaml.Unmarshal(data, &cases); err != nil {
+		return "", fmt.Errorf("%s: %w", from, err)
+	}
+	slices.Reverse(cases)
+	out, err := yaml.Marshal(cases)
+	if err != nil {
+		return "", err
+	}
+	return to, os.WriteFile(to, out, 0o644)
 }
 
 // renderConfigTo copies configDir to out, replacing placeholders, and returns out.

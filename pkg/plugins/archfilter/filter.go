@@ -36,8 +36,8 @@ const preFilterStateKey fwk.StateKey = "PreFilter" + Name
 // modified after PreFilter, so Clone can share it.
 type preFilterState struct {
 	set platform.Set
-	// match answers Filter for set.
-	match matcher
+	// allowed answers Filter: whether set allows a node.
+	allowed byPlatform[bool]
 	// reason is the Filter rejection message, built once per cycle.
 	reason string
 	// tolerateArchTaints lets ArchAwareTaintToleration tolerate arch taints
@@ -165,7 +165,7 @@ func (pl *ArchFilter) PreFilter(ctx context.Context, state fwk.CycleState, pod *
 	}
 	state.Write(preFilterStateKey, &preFilterState{
 		set:                d.set,
-		match:              newMatcher(pl.platforms.snapshot(), d.set),
+		allowed:            newByPlatform(pl.platforms.snapshot(), allows(d.set)),
 		reason:             ReasonPlatformMismatch + " (" + d.set.String() + ")",
 		tolerateArchTaints: pl.settings.archTaintToleration,
 	})
@@ -200,11 +200,17 @@ func (pl *ArchFilter) Filter(_ context.Context, state fwk.CycleState, _ *v1.Pod,
 	if err != nil {
 		return fwk.AsStatus(err)
 	}
-	if s.match.allows(nodeInfo.Node()) {
+	if s.allowed.of(nodeInfo.Node()) {
 		return nil
 	}
 	nodeRejections.Inc()
 	return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, s.reason)
+}
+
+// allows says whether set allows a node's platform. A node that reports no
+// os/arch is allowed: there is nothing to judge it by.
+func allows(set platform.Set) func(np platform.NodePlatform, known bool) bool {
+	return func(np platform.NodePlatform, known bool) bool { return !known || set.MatchesNode(np) }
 }
 
 // resolvedPlatforms is the set the pod may run on, or an error saying why not;

@@ -105,33 +105,31 @@ func (t *platformTable) snapshot() *platformSnapshot {
 	return t.published.Load()
 }
 
-// matcher answers, for one pod's platform set, whether a node can run the pod:
-// from the snapshot's id of the node when it has one, from the node's labels
-// otherwise. A node that reports no platform matches, as in FromNode's contract.
-type matcher struct {
+// byPlatform answers one question per node platform, such as "may the pod run
+// there?" or "what does the node score?": with the answer for the snapshot's number
+// of the node when it has one, by asking of the node's labels otherwise. It is
+// built once per cycle; of does not allocate.
+type byPlatform[T any] struct {
 	snapshot *platformSnapshot
-	// allowed is indexed by platform id.
-	allowed []bool
-	set     platform.Set
+	// answers is indexed by platform number.
+	answers []T
+	ask     func(np platform.NodePlatform, known bool) T
 }
 
-func newMatcher(snap *platformSnapshot, set platform.Set) matcher {
-	allowed := make([]bool, len(snap.platforms))
+// newByPlatform asks every platform of snap. known is false for a node that
+// reports no os or architecture (platform.FromNode's ok).
+func newByPlatform[T any](snap *platformSnapshot, ask func(np platform.NodePlatform, known bool) T) byPlatform[T] {
+	answers := make([]T, len(snap.platforms))
 	for id, np := range snap.platforms {
-		allowed[id] = matches(set, np, np.OS != "" && np.Architecture != "")
+		answers[id] = ask(np, np.OS != "" && np.Architecture != "")
 	}
-	return matcher{snapshot: snap, allowed: allowed, set: set}
+	return byPlatform[T]{snapshot: snap, answers: answers, ask: ask}
 }
 
-// allows does not allocate.
-func (m *matcher) allows(node *v1.Node) bool {
-	if id, ok := m.snapshot.ids[node]; ok {
-		return m.allowed[id]
+func (b *byPlatform[T]) of(node *v1.Node) T {
+	if id, ok := b.snapshot.ids[node]; ok {
+		return b.answers[id]
 	}
 	np, ok := platform.FromNode(node)
-	return matches(m.set, np, ok)
-}
-
-func matches(set platform.Set, np platform.NodePlatform, known bool) bool {
-	return !known || set.MatchesNode(np)
+	return b.ask(np, ok)
 }

@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 
+	"github.com/archfilter/archfilter/apis/config"
 	"github.com/archfilter/archfilter/pkg/platform"
 )
 
@@ -54,9 +55,9 @@ func platformIn(s *platformSnapshot, node *v1.Node) string {
 	return s.platforms[id].String()
 }
 
-// TestMatcherAgreesWithLabels checks the table's answer against the labels' for
+// TestByPlatformAgreesWithLabels checks the table's answer against the labels' for
 // every kind of node, delivered or not, and for pods of several platform sets.
-func TestMatcherAgreesWithLabels(t *testing.T) {
+func TestByPlatformAgreesWithLabels(t *testing.T) {
 	nodes := append(testNodes(),
 		makeNode("windows-2022", map[string]string{v1.LabelOSStable: "windows", v1.LabelArchStable: "amd64", v1.LabelWindowsBuild: "10.0.20348"}),
 		makeNode("status-only", nil),
@@ -76,11 +77,11 @@ func TestMatcherAgreesWithLabels(t *testing.T) {
 		mustSet(t, "windows/amd64,linux/arm64/v8"),
 		platform.NewSet(ltsc2019),
 	} {
-		m := newMatcher(snap, set)
+		m := newByPlatform(snap, allows(set))
 		for i, node := range nodes {
 			np, ok := platform.FromNode(node)
 			want := !ok || set.MatchesNode(np)
-			if got := m.allows(node); got != want {
+			if got := m.of(node); got != want {
 				t.Errorf("set %s, node %s (delivered: %v): allows = %v, want %v", set, node.Name, i < delivered, got, want)
 			}
 		}
@@ -103,8 +104,8 @@ func TestPlatformTableBound(t *testing.T) {
 	if _, ok := snap.ids[last]; ok {
 		t.Error("a node beyond the bound got an id")
 	}
-	m := newMatcher(snap, platform.NewSet(platform.Platform{OS: "windows", Architecture: "amd64", OSVersion: fmt.Sprintf("10.0.%d", maxTablePlatforms)}))
-	if !m.allows(last) {
+	m := newByPlatform(snap, allows(platform.NewSet(platform.Platform{OS: "windows", Architecture: "amd64", OSVersion: fmt.Sprintf("10.0.%d", maxTablePlatforms)})))
+	if !m.of(last) {
 		t.Error("the node beyond the bound was not matched from its labels")
 	}
 }
@@ -155,4 +156,35 @@ func TestFilterUsesInformerObjects(t *testing.T) {
 		current, err := lister.Get(nodeS390X)
 		return err == nil && platformIn(h.pl.platforms.snapshot(), current) == "linux/arm64"
 	})
+}
+
+// TestScoreUsesInformerObjects: Score answers for the informer's objects from the
+// table, and the same as from the labels.
+func TestScoreUsesInformerObjects(t *testing.T) {
+	ctx := testContext(t)
+	args := defaultArgs(t)
+	args.PreferredPlatforms = []config.PlatformPreference{{Platform: "linux/arm64", Weight: 80}, {Platform: "linux/amd64", Weight: 20}}
+	h := newHarness(t, ctx, harnessConfig{args: args})
+	lister := h.factory.Core().V1().Nodes().Lister()
+	h.poll(ctx, "the platform table to hold every node", func() bool {
+		return len(h.pl.platforms.snapshot().ids) == len(h.nodes)
+	})
+	pod := makePod("p", imgEverywhere).Obj()
+	state := framework.NewCycleState()
+	if s := h.pl.PreScore(ctx, state, pod, h.infos); !s.IsSuccess() {
+		t.Fatalf("PreScore: %v", s)
+	}
+	want := map[string]int64{nodeAMD64: 20, nodeARM64: 80, nodeBetaARM64: 80, nodeS390X: 0, nodeWindows: 0, nodeNoPlatform: 0}
+	for _, n := range h.nodes {
+		fromInformer, err := lister.Get(n.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for what, node := range map[string]*v1.Node{"informer object": fromInformer, "other object": n} {
+			got, s := h.pl.Score(ctx, state, pod, nodeInfo(node))
+			if !s.IsSuccess() || got != want[n.Name] {
+				t.Errorf("Score(%s, %s) = %d, %v; want %d", n.Name, what, got, s, want[n.Name])
+			}
+		}
+	}
 }

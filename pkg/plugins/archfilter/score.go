@@ -14,8 +14,9 @@ import (
 const preScoreStateKey fwk.StateKey = "PreScore" + Name
 
 type preScoreState struct {
-	preferences []preference
-	maxWeight   int64
+	// weights answers Score: the weight of the best preference a node matches.
+	weights   byPlatform[int64]
+	maxWeight int64
 }
 
 func (s *preScoreState) Clone() fwk.StateData { return s }
@@ -40,7 +41,7 @@ func (pl *ArchFilter) PreScore(_ context.Context, state fwk.CycleState, pod *v1.
 	if len(prefs) == 0 {
 		return fwk.NewStatus(fwk.Skip)
 	}
-	s := &preScoreState{preferences: prefs}
+	s := &preScoreState{weights: newByPlatform(pl.platforms.snapshot(), bestWeight(prefs))}
 	for _, p := range prefs {
 		s.maxWeight = max(s.maxWeight, p.weight)
 	}
@@ -54,18 +55,24 @@ func (pl *ArchFilter) Score(_ context.Context, state fwk.CycleState, _ *v1.Pod, 
 	if err != nil {
 		return 0, fwk.AsStatus(err)
 	}
-	s := data.(*preScoreState)
-	np, ok := platform.FromNode(nodeInfo.Node())
-	if !ok {
-		return 0, nil
-	}
-	var score int64
-	for i := range s.preferences {
-		if s.preferences[i].platform.Matches(np) {
-			score = max(score, s.preferences[i].weight)
+	return data.(*preScoreState).weights.of(nodeInfo.Node()), nil
+}
+
+// bestWeight is the weight of the best preference a node's platform matches; 0
+// for a node that reports no os/arch.
+func bestWeight(prefs []preference) func(np platform.NodePlatform, known bool) int64 {
+	return func(np platform.NodePlatform, known bool) int64 {
+		if !known {
+			return 0
 		}
+		var best int64
+		for i := range prefs {
+			if prefs[i].platform.Matches(np) {
+				best = max(best, prefs[i].weight)
+			}
+		}
+		return best
 	}
-	return score, nil
 }
 
 // ScoreExtensions returns the normaliser.

@@ -1,7 +1,6 @@
 package resolver
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -152,12 +151,7 @@ func TestRunStops(t *testing.T) {
 	m.AddFault(registrytest.Fault{Path: "/v2/slow/manifests/", Wait: release, Matched: func(*http.Request) { held.Add(1) }})
 
 	r := newTestResolver(t, Options{Workers: 1})
-	ctx, cancel := context.WithCancel(testContext(t))
-	stopped := make(chan struct{})
-	go func() {
-		defer close(stopped)
-		r.Run(ctx)
-	}()
+	_, stop := startRun(t, r)
 
 	c := newCalls()
 	r.ResolveAsync(Request{Image: slow.Ref}, c.done(0)) // holds the only worker
@@ -165,8 +159,7 @@ func TestRunStops(t *testing.T) {
 	r.ResolveAsync(Request{Image: img.Ref}, c.done(1)) // stays queued
 	poll(t, "worker goroutines", func() bool { return workerGoroutines() == 1 })
 
-	cancel()
-	<-stopped
+	stop()
 	if n := workerGoroutines(); n != 0 {
 		t.Errorf("%d worker goroutines left after Run returned", n)
 	}
@@ -213,12 +206,7 @@ func TestRunClosesIdleConnections(t *testing.T) {
 	img := m.Fixtures(t).Index("app:v1", registrytest.OCI, "linux/amd64")
 	tr := &idleCloser{Transport: http.DefaultTransport.(*http.Transport).Clone()}
 	r := newTestResolver(t, Options{Workers: 1, Transport: tr})
-	ctx, cancel := context.WithCancel(testContext(t))
-	stopped := make(chan struct{})
-	go func() {
-		defer close(stopped)
-		r.Run(ctx)
-	}()
+	_, stop := startRun(t, r)
 
 	c := newCalls()
 	r.ResolveAsync(Request{Image: img.Ref}, c.done(0))
@@ -229,8 +217,7 @@ func TestRunClosesIdleConnections(t *testing.T) {
 	if n := tr.calls.Load(); n != 0 {
 		t.Errorf("CloseIdleConnections called %d times while running, want 0", n)
 	}
-	cancel()
-	<-stopped
+	stop()
 	if n := tr.calls.Load(); n != 1 {
 		t.Errorf("CloseIdleConnections called %d times after Run returned, want 1", n)
 	}

@@ -121,8 +121,9 @@ func asError(err error, target **Error) bool {
 	return errors.As(err, target)
 }
 
-// startRun runs r's workers until the test ends, then waits for Run to return.
-func startRun(t testing.TB, r *Resolver) context.Context {
+// startRun runs r's workers until stop is called or the test ends; stop returns once
+// Run has returned, and may be called more than once.
+func startRun(t testing.TB, r *Resolver) (ctx context.Context, stop func()) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(testContext(t))
 	stopped := make(chan struct{})
@@ -130,9 +131,10 @@ func startRun(t testing.TB, r *Resolver) context.Context {
 		defer close(stopped)
 		r.Run(ctx)
 	}()
-	t.Cleanup(func() {
+	stop = func() {
 		cancel()
 		<-stopped
-	})
-	return ctx
+	}
+	t.Cleanup(stop)
+	return ctx, stop
 }

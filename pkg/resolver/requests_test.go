@@ -165,7 +165,7 @@ func TestRequestCounts(t *testing.T) {
 				var arrived atomic.Int32
 				t.Cleanup(m.AddFault(registrytest.Fault{Path: "/v2/popular/manifests/", Wait: release,
 					Matched: func(*http.Request) { arrived.Add(1) }}))
-				runCtx := startRun(t, r)
+				runCtx, _ := startRun(t, r)
 				var wg sync.WaitGroup
 				results := make(chan Result, 1000)
 				for i := range 1000 {

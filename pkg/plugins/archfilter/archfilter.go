@@ -16,11 +16,11 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
-	"k8s.io/kubernetes/pkg/scheduler/framework"
 	"k8s.io/utils/clock"
 
 	"github.com/archfilter/archfilter/apis/config"
 	"github.com/archfilter/archfilter/apis/config/validation"
+	"github.com/archfilter/archfilter/internal/schedfw"
 	"github.com/archfilter/archfilter/pkg/resolver"
 )
 
@@ -29,7 +29,7 @@ const Name = "ArchFilter"
 
 // ArchFilter keeps pods off nodes whose os/architecture cannot run their images.
 type ArchFilter struct {
-	handle      framework.Handle
+	handle      schedfw.Handle
 	settings    *settings
 	scope       *scope
 	resolver    resolver.Interface
@@ -44,13 +44,13 @@ type ArchFilter struct {
 }
 
 var (
-	_ framework.PreEnqueuePlugin  = &ArchFilter{}
-	_ framework.PreFilterPlugin   = &ArchFilter{}
-	_ framework.FilterPlugin      = &ArchFilter{}
-	_ framework.PreScorePlugin    = &ArchFilter{}
-	_ framework.ScorePlugin       = &ArchFilter{}
-	_ framework.ScoreExtensions   = &ArchFilter{}
-	_ framework.EnqueueExtensions = &ArchFilter{}
+	_ schedfw.PreEnqueuePlugin  = &ArchFilter{}
+	_ schedfw.PreFilterPlugin   = &ArchFilter{}
+	_ schedfw.FilterPlugin      = &ArchFilter{}
+	_ schedfw.PreScorePlugin    = &ArchFilter{}
+	_ schedfw.ScorePlugin       = &ArchFilter{}
+	_ schedfw.ScoreExtensions   = &ArchFilter{}
+	_ schedfw.EnqueueExtensions = &ArchFilter{}
 )
 
 // credentialSource gives the credentials a pod's images may be pulled with.
@@ -60,7 +60,7 @@ type credentialSource interface {
 
 // New validates args and builds the plugin with a registry resolver and
 // informer-backed credentials.
-func New(ctx context.Context, obj runtime.Object, h framework.Handle) (framework.Plugin, error) {
+func New(ctx context.Context, obj runtime.Object, h schedfw.Handle) (schedfw.Plugin, error) {
 	args, ok := obj.(*config.ArchFilterArgs)
 	if !ok {
 		return nil, fmt.Errorf("want args to be of type ArchFilterArgs, got %T", obj)
@@ -82,7 +82,7 @@ type deps struct {
 	clock       clock.WithDelayedExecution
 }
 
-func newPlugin(ctx context.Context, args *config.ArchFilterArgs, h framework.Handle, d deps) (*ArchFilter, error) {
+func newPlugin(ctx context.Context, args *config.ArchFilterArgs, h schedfw.Handle, d deps) (*ArchFilter, error) {
 	s, err := newSettings(args)
 	if err != nil {
 		return nil, err

@@ -9,9 +9,9 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
-	"k8s.io/kubernetes/pkg/scheduler/framework"
 
 	"github.com/archfilter/archfilter/apis/config"
+	"github.com/archfilter/archfilter/internal/schedfw"
 	"github.com/archfilter/archfilter/pkg/platform"
 )
 
@@ -141,7 +141,7 @@ func (pl *ArchFilter) retryTime(pod *v1.Pod, v verdict) time.Time {
 // PreFilter computes the pod's allowed platform set once per cycle. It returns
 // Skip when the pod is unconstrained, and narrows the cycle to the nodes of the
 // allowed platforms when they are at most half of the cluster.
-func (pl *ArchFilter) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) (*framework.PreFilterResult, *fwk.Status) {
+func (pl *ArchFilter) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) (*schedfw.PreFilterResult, *fwk.Status) {
 	logger := klog.FromContext(ctx)
 	if reason := pl.scope.skipReason(pod); reason != "" {
 		logger.V(5).Info("ArchFilter does not apply", "pod", klog.KObj(pod), "reason", reason)
@@ -184,13 +184,13 @@ func (pl *ArchFilter) PreFilter(ctx context.Context, state fwk.CycleState, pod *
 	// delays a pod by a cycle at worst; accepting or rejecting nodes is left
 	// to Filter, which reads the snapshot.
 	if names := pl.nodes.narrow(d.set, len(nodes)); names != nil {
-		return &framework.PreFilterResult{NodeNames: names}, nil
+		return &schedfw.PreFilterResult{NodeNames: names}, nil
 	}
 	return nil, nil
 }
 
 // PreFilterExtensions returns nil: the decision does not depend on other pods.
-func (pl *ArchFilter) PreFilterExtensions() framework.PreFilterExtensions { return nil }
+func (pl *ArchFilter) PreFilterExtensions() schedfw.PreFilterExtensions { return nil }
 
 // Filter rejects nodes whose os/arch (and Windows build) the pod's images do
 // not support. The accept path does not allocate. A node that reports no

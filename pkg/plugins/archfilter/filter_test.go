@@ -17,12 +17,13 @@ import (
 
 	"github.com/archfilter/archfilter/apis/annotations"
 	"github.com/archfilter/archfilter/apis/config"
+	"github.com/archfilter/archfilter/internal/schedfw"
 	"github.com/archfilter/archfilter/pkg/platform"
 	"github.com/archfilter/archfilter/pkg/resolver"
 )
 
-func result(names ...string) *framework.PreFilterResult {
-	return &framework.PreFilterResult{NodeNames: sets.New(names...)}
+func result(names ...string) *schedfw.PreFilterResult {
+	return &schedfw.PreFilterResult{NodeNames: sets.New(names...)}
 }
 
 var skip = statusResult{Code: fwk.Skip}
@@ -52,7 +53,7 @@ func TestPreFilter(t *testing.T) {
 		nodes []*v1.Node // nil: testNodes()
 		pod   *v1.Pod
 		// wantResult and wantStatus are PreFilter's answer.
-		wantResult *framework.PreFilterResult
+		wantResult *schedfw.PreFilterResult
 		wantStatus statusResult
 		// wantSet is the set in the cycle state ("" when none is written).
 		wantSet string
@@ -428,7 +429,7 @@ func TestPreFilterPendingAfterMaxWait(t *testing.T) {
 		name       string
 		policy     config.FailurePolicy
 		pod        *v1.Pod
-		wantResult *framework.PreFilterResult
+		wantResult *schedfw.PreFilterResult
 		wantStatus statusResult
 		wantSet    string
 		// wantFailOpen: a person can see that the pod was placed with images

@@ -8,8 +8,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	fwk "k8s.io/kube-scheduler/framework"
-	"k8s.io/kubernetes/pkg/scheduler/framework"
 
+	"github.com/archfilter/archfilter/internal/schedfw"
 	"github.com/archfilter/archfilter/pkg/platform"
 )
 
@@ -33,10 +33,10 @@ func TestNodeIndexFollowsInformer(t *testing.T) {
 		}
 		h.infos = nodeInfos(h.nodes)
 	}
-	expect := func(what string, pod *v1.Pod, want *framework.PreFilterResult) {
+	expect := func(what string, pod *v1.Pod, want *schedfw.PreFilterResult) {
 		t.Helper()
 		snapshot()
-		var last *framework.PreFilterResult
+		var last *schedfw.PreFilterResult
 		var lastStatus *fwk.Status
 		h.poll(ctx, what, func() bool {
 			_, last, lastStatus = h.preFilter(ctx, pod)

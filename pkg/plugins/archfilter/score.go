@@ -5,9 +5,9 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	fwk "k8s.io/kube-scheduler/framework"
-	"k8s.io/kubernetes/pkg/scheduler/framework"
 
 	"github.com/archfilter/archfilter/apis/annotations"
+	"github.com/archfilter/archfilter/internal/schedfw"
 	"github.com/archfilter/archfilter/pkg/platform"
 )
 
@@ -76,18 +76,18 @@ func bestWeight(prefs []preference) func(np platform.NodePlatform, known bool) i
 }
 
 // ScoreExtensions returns the normaliser.
-func (pl *ArchFilter) ScoreExtensions() framework.ScoreExtensions { return pl }
+func (pl *ArchFilter) ScoreExtensions() schedfw.ScoreExtensions { return pl }
 
 // NormalizeScore scales weights so the most preferred platform gets the
 // framework's maximum node score.
-func (pl *ArchFilter) NormalizeScore(_ context.Context, state fwk.CycleState, _ *v1.Pod, scores framework.NodeScoreList) *fwk.Status {
+func (pl *ArchFilter) NormalizeScore(_ context.Context, state fwk.CycleState, _ *v1.Pod, scores schedfw.NodeScoreList) *fwk.Status {
 	data, err := state.Read(preScoreStateKey)
 	if err != nil {
 		return fwk.AsStatus(err)
 	}
 	maxWeight := data.(*preScoreState).maxWeight
 	for i := range scores {
-		scores[i].Score = scores[i].Score * framework.MaxNodeScore / maxWeight
+		scores[i].Score = scores[i].Score * schedfw.MaxNodeScore / maxWeight
 	}
 	return nil
 }

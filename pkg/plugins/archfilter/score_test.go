@@ -13,6 +13,7 @@ import (
 
 	"github.com/archfilter/archfilter/apis/annotations"
 	"github.com/archfilter/archfilter/apis/config"
+	"github.com/archfilter/archfilter/internal/schedfw"
 )
 
 // scoreCycle drives PreFilter, Filter, PreScore, Score and NormalizeScore as
@@ -41,14 +42,14 @@ func (h *harness) scoreCycle(ctx context.Context, pod *v1.Pod) (statusResult, ma
 	if !preScore.IsSuccess() {
 		return statusOf(preScore), nil
 	}
-	scores := make(framework.NodeScoreList, 0, len(feasible))
+	scores := make(schedfw.NodeScoreList, 0, len(feasible))
 	h.res.deny("Score", func() {
 		for _, ni := range feasible {
 			s, st := h.pl.Score(ctx, state, pod, ni)
 			if !st.IsSuccess() {
 				h.t.Fatalf("Score(%s): %v", ni.Node().Name, st)
 			}
-			scores = append(scores, framework.NodeScore{Name: ni.Node().Name, Score: s})
+			scores = append(scores, schedfw.NodeScore{Name: ni.Node().Name, Score: s})
 		}
 		if st := h.pl.ScoreExtensions().NormalizeScore(ctx, state, pod, scores); !st.IsSuccess() {
 			h.t.Fatalf("NormalizeScore: %v", st)
@@ -56,8 +57,8 @@ func (h *harness) scoreCycle(ctx context.Context, pod *v1.Pod) (statusResult, ma
 	})
 	out := map[string]int64{}
 	for _, s := range scores {
-		if s.Score < 0 || s.Score > framework.MaxNodeScore {
-			h.t.Errorf("normalised score of %s is %d, outside [0, %d]", s.Name, s.Score, framework.MaxNodeScore)
+		if s.Score < 0 || s.Score > schedfw.MaxNodeScore {
+			h.t.Errorf("normalised score of %s is %d, outside [0, %d]", s.Name, s.Score, schedfw.MaxNodeScore)
 		}
 		out[s.Name] = s.Score
 	}
@@ -200,7 +201,7 @@ func TestScoreWithoutPreScoreState(t *testing.T) {
 	if _, s := h.pl.Score(ctx, state, pod, h.infos[0]); s.Code() != fwk.Error {
 		t.Errorf("Score without PreScore state: %v, want Error", s)
 	}
-	if s := h.pl.NormalizeScore(ctx, state, pod, framework.NodeScoreList{{Name: nodeAMD64, Score: 1}}); s.Code() != fwk.Error {
+	if s := h.pl.NormalizeScore(ctx, state, pod, schedfw.NodeScoreList{{Name: nodeAMD64, Score: 1}}); s.Code() != fwk.Error {
 		t.Errorf("NormalizeScore without PreScore state: %v, want Error", s)
 	}
 }

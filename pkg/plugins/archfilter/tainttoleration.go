@@ -6,16 +6,15 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
-	"k8s.io/kubernetes/pkg/scheduler/framework"
 	plfeature "k8s.io/kubernetes/pkg/scheduler/framework/plugins/feature"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/helper"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/tainttoleration"
 
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 
+	"github.com/archfilter/archfilter/internal/schedfw"
 	"github.com/archfilter/archfilter/pkg/platform"
 )
 
@@ -29,17 +28,18 @@ const TaintTolerationName = "ArchAwareTaintToleration"
 // overrides Filter.
 type TaintToleration struct {
 	*tainttoleration.TaintToleration
+	taints taintMatcher
 }
 
 var (
-	_ framework.FilterPlugin      = &TaintToleration{}
-	_ framework.PreScorePlugin    = &TaintToleration{}
-	_ framework.ScorePlugin       = &TaintToleration{}
-	_ framework.EnqueueExtensions = &TaintToleration{}
+	_ schedfw.FilterPlugin      = &TaintToleration{}
+	_ schedfw.PreScorePlugin    = &TaintToleration{}
+	_ schedfw.ScorePlugin       = &TaintToleration{}
+	_ schedfw.EnqueueExtensions = &TaintToleration{}
 )
 
 // NewTaintToleration builds the wrapper around the in-tree plugin.
-func NewTaintToleration(ctx context.Context, obj runtime.Object, h framework.Handle) (framework.Plugin, error) {
+func NewTaintToleration(ctx context.Context, obj runtime.Object, h schedfw.Handle) (schedfw.Plugin, error) {
 	fts := plfeature.NewSchedulerFeaturesFromGates(utilfeature.DefaultFeatureGate)
 	inner, err := tainttoleration.New(ctx, obj, h, fts)
 	if err != nil {
@@ -49,7 +49,7 @@ func NewTaintToleration(ctx context.Context, obj runtime.Object, h framework.Han
 	if !ok {
 		return nil, fmt.Errorf("in-tree TaintToleration has type %T", inner)
 	}
-	return &TaintToleration{TaintToleration: tt}, nil
+	return &TaintToleration{TaintToleration: tt, taints: newTaintMatcher(fts)}, nil
 }
 
 // Name returns the wrapper's own name, so both can be registered.
@@ -59,20 +59,21 @@ func (pl *TaintToleration) Name() string { return TaintTolerationName }
 // support are tolerated. Nodes without taints cost what the in-tree one costs.
 func (pl *TaintToleration) Filter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodeInfo fwk.NodeInfo) *fwk.Status {
 	node := nodeInfo.Node()
-	taint, untolerated := corev1.FindMatchingUntoleratedTaint(node.Spec.Taints, pod.Spec.Tolerations, helper.DoNotScheduleTaintsFilterFunc())
+	logger := klog.FromContext(ctx)
+	taint, untolerated := pl.taints.untolerated(logger, node.Spec.Taints, pod.Spec.Tolerations, helper.DoNotScheduleTaintsFilterFunc())
 	if !untolerated {
 		return nil
 	}
 	if supported := archTaintsSupported(state, node); supported != nil {
 		// Look again, skipping the arch taints the pod's images run under.
-		taint, untolerated = corev1.FindMatchingUntoleratedTaint(node.Spec.Taints, pod.Spec.Tolerations, func(t *v1.Taint) bool {
+		taint, untolerated = pl.taints.untolerated(logger, node.Spec.Taints, pod.Spec.Tolerations, func(t *v1.Taint) bool {
 			return (t.Effect == v1.TaintEffectNoSchedule || t.Effect == v1.TaintEffectNoExecute) && !supported(t)
 		})
 		if !untolerated {
 			return nil
 		}
 	}
-	klog.FromContext(ctx).V(5).Info("node had untolerated taints", "node", klog.KObj(node), "pod", klog.KObj(pod), "untoleratedTaint", taint)
+	logger.V(5).Info("node had untolerated taints", "node", klog.KObj(node), "pod", klog.KObj(pod), "untoleratedTaint", taint)
 	return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "node(s) had untolerated taint(s)")
 }
 
@@ -95,7 +96,7 @@ func (pl *TaintToleration) EventsToRegister(ctx context.Context) ([]fwk.ClusterE
 			if err != nil || hint == fwk.Queue {
 				return hint, err
 			}
-			if node, ok := newObj.(*v1.Node); ok && onlyArchTaintsUntolerated(node, pod) {
+			if node, ok := newObj.(*v1.Node); ok && pl.taints.onlyArchUntolerated(logger, node, pod) {
 				return fwk.Queue, nil
 			}
 			return hint, nil
@@ -104,17 +105,17 @@ func (pl *TaintToleration) EventsToRegister(ctx context.Context) ([]fwk.ClusterE
 	return events, nil
 }
 
-// onlyArchTaintsUntolerated reports whether the pod tolerates every
+// onlyArchUntolerated reports whether the pod tolerates every
 // NoSchedule/NoExecute taint of node except kubernetes.io/arch NoSchedule ones,
 // and at least one of those is present.
-func onlyArchTaintsUntolerated(node *v1.Node, pod *v1.Pod) bool {
+func (m taintMatcher) onlyArchUntolerated(logger klog.Logger, node *v1.Node, pod *v1.Pod) bool {
 	arch := false
 	for i := range node.Spec.Taints {
 		t := &node.Spec.Taints[i]
 		if t.Effect != v1.TaintEffectNoSchedule && t.Effect != v1.TaintEffectNoExecute {
 			continue
 		}
-		if corev1.TolerationsTolerateTaint(pod.Spec.Tolerations, t) {
+		if m.tolerates(logger, pod.Spec.Tolerations, t) {
 			continue
 		}
 		if t.Key != v1.LabelArchStable || t.Effect != v1.TaintEffectNoSchedule {

@@ -12,6 +12,7 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/tainttoleration"
 
 	"github.com/archfilter/archfilter/apis/annotations"
+	"github.com/archfilter/archfilter/internal/schedfw"
 )
 
 var (
@@ -193,7 +194,7 @@ func TestArchAwareTaintTolerationWithoutStateIsInTree(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	inTree := inTreePlugin.(framework.FilterPlugin)
+	inTree := inTreePlugin.(schedfw.FilterPlugin)
 	nodes := []*v1.Node{
 		makeNode("plain", armLabels()),
 		taintedNode("arch", armLabels(), archTaintARM64),

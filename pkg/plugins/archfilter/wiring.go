@@ -5,9 +5,9 @@ import (
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/kubernetes/pkg/scheduler/framework"
 
 	"github.com/archfilter/archfilter/apis/config"
+	"github.com/archfilter/archfilter/internal/schedfw"
 	"github.com/archfilter/archfilter/pkg/resolver"
 	"github.com/archfilter/archfilter/pkg/resolver/credentials"
 	"github.com/archfilter/archfilter/pkg/resolver/transport"
@@ -16,7 +16,7 @@ import (
 // newRegistryDeps builds what talks to registries from args: the transport
 // (TLS, mirrors, address and host policy, rate limits, breakers), the resolver
 // and its worker pool (stopped with ctx), and the informer-backed credentials.
-func newRegistryDeps(ctx context.Context, args *config.ArchFilterArgs, h framework.Handle) (deps, error) {
+func newRegistryDeps(ctx context.Context, args *config.ArchFilterArgs, h schedfw.Handle) (deps, error) {
 	registries := make([]transport.Registry, 0, len(args.Registries))
 	for _, r := range args.Registries {
 		registries = append(registries, transport.Registry{Host: r.Host, Insecure: r.Insecure, CAFile: r.CAFile, Mirrors: r.Mirrors})

@@ -7,6 +7,11 @@ SHELL := /usr/bin/env bash
 
 BIN_DIR        ?= bin
 BINARY         ?= $(BIN_DIR)/archfilter-scheduler
+# The k8s1.34 flavour: Kubernetes v1.34 plus sigs.k8s.io/scheduler-plugins,
+# built from the same tree with its own module file and build tag.
+FLAVOUR_K8S134 := k8s1.34
+K8S134_GOFLAGS := -modfile=go.k8s1.34.mod -tags=k8s1.34
+BINARY_K8S134  ?= $(BIN_DIR)/archfilter-scheduler-$(FLAVOUR_K8S134)
 IMAGE          ?= archfilter/archfilter-scheduler
 PLATFORMS      ?= linux/amd64,linux/arm64,linux/ppc64le,linux/s390x
 GO             ?= go
@@ -17,15 +22,20 @@ GOTESTFLAGS    ?=
 VERSION        ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo v0.0.0-dev)
 GIT_COMMIT     ?= $(shell git rev-parse --verify --quiet HEAD 2>/dev/null || echo unknown)
 BUILD_DATE     ?= $(shell date -u +'%Y-%m-%dT%H:%M:%SZ')
-KUBE_VERSION   := $(shell $(GO) list -m -f '{{.Version}}' k8s.io/kubernetes)
-KUBE_MAJOR     := $(word 1,$(subst ., ,$(patsubst v%,%,$(KUBE_VERSION))))
-KUBE_MINOR     := $(word 2,$(subst ., ,$(patsubst v%,%,$(KUBE_VERSION))))
 CV             := k8s.io/component-base/version
 AV             := github.com/archfilter/archfilter/pkg/version
-LDFLAGS        := -s -w \
-	-X $(CV).gitVersion=$(KUBE_VERSION) -X $(CV).gitMajor=$(KUBE_MAJOR) -X $(CV).gitMinor=$(KUBE_MINOR) \
+# ldflags_for KUBE_VERSION ARCHFILTER_VERSION: the Kubernetes version of the
+# module graph, and archfilter's own (with the flavour suffix for k8s1.34).
+kube_major      = $(word 1,$(subst ., ,$(patsubst v%,%,$(1))))
+kube_minor      = $(word 2,$(subst ., ,$(patsubst v%,%,$(1))))
+ldflags_for     = -s -w \
+	-X $(CV).gitVersion=$(1) -X $(CV).gitMajor=$(call kube_major,$(1)) -X $(CV).gitMinor=$(call kube_minor,$(1)) \
 	-X $(CV).gitCommit= -X $(CV).gitTreeState=clean -X $(CV).buildDate=$(BUILD_DATE) \
-	-X $(AV).Version=$(VERSION) -X $(AV).GitCommit=$(GIT_COMMIT) -X $(AV).BuildDate=$(BUILD_DATE)
+	-X $(AV).Version=$(2) -X $(AV).GitCommit=$(GIT_COMMIT) -X $(AV).BuildDate=$(BUILD_DATE)
+KUBE_VERSION   := $(shell $(GO) list -m -f '{{.Version}}' k8s.io/kubernetes)
+KUBE_VERSION_K8S134 := $(shell $(GO) list -modfile=go.k8s1.34.mod -m -f '{{.Version}}' k8s.io/kubernetes)
+LDFLAGS        := $(call ldflags_for,$(KUBE_VERSION),$(VERSION))
+LDFLAGS_K8S134 := $(call ldflags_for,$(KUBE_VERSION_K8S134),$(VERSION)-$(FLAVOUR_K8S134))
 
 ##@ General
 
@@ -38,8 +48,15 @@ help: ## Show this help.
 ##@ Build
 
 .PHONY: build
-build: ## Build bin/archfilter-scheduler (static, version-stamped).
+build: build-main build-k8s1.34 ## Build both flavours: bin/archfilter-scheduler (main line) and bin/archfilter-scheduler-k8s1.34.
+
+.PHONY: build-main
+build-main: ## Build bin/archfilter-scheduler: the main line, Kubernetes $(KUBE_VERSION) (static, version-stamped).
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BINARY) ./cmd/scheduler
+
+.PHONY: build-k8s1.34
+build-k8s1.34: ## Build bin/archfilter-scheduler-k8s1.34: Kubernetes $(KUBE_VERSION_K8S134) with every sigs.k8s.io/scheduler-plugins plugin.
+	CGO_ENABLED=0 $(GO) build $(K8S134_GOFLAGS) -trimpath -ldflags "$(LDFLAGS_K8S134)" -o $(BINARY_K8S134) ./cmd/scheduler-plugins
 
 .PHONY: ldflags
 ldflags: ## Print the -ldflags used by build (for the Dockerfile and scripts).
@@ -59,13 +76,17 @@ docker-buildx: ## Build and push a multi-arch image for $(PLATFORMS) (needs Dock
 .PHONY: test
 test: test-unit test-integration e2e bench-smoke ## Every test: unit, integration (in-process control plane, real binary), e2e on a local KWOK cluster, benchmark smoke.
 
+UNIT_PKGS      := ./apis/... ./cmd/... ./internal/... ./pkg/...
+
 .PHONY: test-unit
-test-unit: ## Unit tests (no network, no control plane).
-	$(GO) test $(GOTESTFLAGS) ./apis/... ./cmd/... ./internal/... ./pkg/...
+test-unit: ## Unit tests of both flavours (no network, no control plane).
+	$(GO) test $(GOTESTFLAGS) $(UNIT_PKGS)
+	$(GO) test $(K8S134_GOFLAGS) $(GOTESTFLAGS) $(UNIT_PKGS)
 
 .PHONY: test-integration
-test-integration: build ## Integration tests: the real binary, control planes and registries.
+test-integration: build ## Integration tests of both flavours: the real binaries, control planes and registries.
 	ARCHFILTER_SCHEDULER_BINARY=$(abspath $(BINARY)) $(GO) test $(GOTESTFLAGS) ./test/integration/...
+	ARCHFILTER_SCHEDULER_BINARY=$(abspath $(BINARY_K8S134)) $(GO) test $(K8S134_GOFLAGS) $(GOTESTFLAGS) ./test/integration/...
 
 .PHONY: manifests-check
 manifests-check: ## Check manifests/ (base, overlays) and render each overlay with kustomize (built once into .cache/bin).
@@ -92,11 +113,11 @@ clean: ## Remove build output.
 E2E_TIMEOUT    ?= 30m
 
 .PHONY: tools
-tools: build ## Build (once, cached in .cache/bin) etcd, kube-apiserver, kube-controller-manager, kwok, kwokctl.
+tools: build-main ## Build (once, cached in .cache/bin) etcd, kube-apiserver, kube-controller-manager, kwok, kwokctl.
 	ARCHFILTER_SCHEDULER_BINARY=$(abspath $(BINARY)) hack/cluster/tools.sh
 
 .PHONY: demo
-demo: build ## Local KWOK cluster + registries; archfilter as secondary, then as default scheduler.
+demo: build-main ## Local KWOK cluster + registries; archfilter as secondary, then as default scheduler.
 	ARCHFILTER_SCHEDULER_BINARY=$(abspath $(BINARY)) hack/demo/demo.sh
 
 .PHONY: demo-down

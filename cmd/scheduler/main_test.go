@@ -18,6 +18,7 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
 	"sigs.k8s.io/yaml"
 
+	"github.com/archfilter/archfilter/internal/schedulercmd"
 	"github.com/archfilter/archfilter/pkg/plugins/archfilter"
 )
 
@@ -100,59 +101,61 @@ func setup(t *testing.T, configFile string) (map[string]*config.Plugins, error) 
 	return got, nil
 }
 
-// defaultPluginsWithArchFilter is kube-scheduler v1.34's default profile with
-// ArchFilter enabled as the manifests enable it: through multiPoint, so every
-// default plugin stays and ArchFilter runs at each extension point it implements
-// after the defaults, and under filter, which makes it the first Filter plugin.
-func defaultPluginsWithArchFilter() *config.Plugins {
-	e := func(names ...string) config.PluginSet {
-		ps := config.PluginSet{}
-		for _, n := range names {
-			ps.Enabled = append(ps.Enabled, config.Plugin{Name: n})
-		}
-		return ps
+// withArchFilter is the given upstream profile with ArchFilter enabled as the
+// manifests enable it: through multiPoint, so every default plugin stays and
+// ArchFilter runs at each extension point it implements after the defaults,
+// and under filter, which makes it the first Filter plugin. The defaults come
+// from the kube-scheduler this flavour is built with, so the test holds for
+// every Kubernetes minor while pinning where ArchFilter goes.
+func withArchFilter(defaults *config.Plugins) *config.Plugins {
+	p := defaults.DeepCopy()
+	last := func(ps *config.PluginSet, weight int32) {
+		ps.Enabled = append(ps.Enabled, config.Plugin{Name: archfilter.Name, Weight: weight})
 	}
-	return &config.Plugins{
-		PreEnqueue: e("SchedulingGates", "DynamicResources", "DefaultPreemption", archfilter.Name),
-		QueueSort:  e("PrioritySort"),
-		PreFilter: e("NodeAffinity", "NodePorts", "NodeResourcesFit", "VolumeRestrictions", "NodeVolumeLimits",
-			"VolumeBinding", "VolumeZone", "PodTopologySpread", "InterPodAffinity", "DynamicResources", archfilter.Name),
-		Filter: e(archfilter.Name, "NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity", "NodePorts",
-			"NodeResourcesFit", "VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding", "VolumeZone",
-			"PodTopologySpread", "InterPodAffinity", "DynamicResources"),
-		PostFilter: e("DynamicResources", "DefaultPreemption"),
-		PreScore: e("TaintToleration", "NodeAffinity", "NodeResourcesFit", "VolumeBinding", "PodTopologySpread",
-			"InterPodAffinity", "NodeResourcesBalancedAllocation", archfilter.Name),
-		Score: config.PluginSet{Enabled: []config.Plugin{
-			{Name: "TaintToleration", Weight: 3},
-			{Name: "NodeAffinity", Weight: 2},
-			{Name: "NodeResourcesFit", Weight: 1},
-			{Name: "VolumeBinding", Weight: 1},
-			{Name: "PodTopologySpread", Weight: 2},
-			{Name: "InterPodAffinity", Weight: 2},
-			{Name: "NodeResourcesBalancedAllocation", Weight: 1},
-			{Name: "ImageLocality", Weight: 1},
-			{Name: archfilter.Name, Weight: 1},
-		}},
-		Reserve: e("VolumeBinding", "DynamicResources"),
-		PreBind: e("VolumeBinding", "DynamicResources"),
-		Bind:    e("DefaultBinder"),
+	last(&p.PreEnqueue, 0)
+	last(&p.PreFilter, 0)
+	last(&p.PreScore, 0)
+	last(&p.Score, 1)
+	p.Filter.Enabled = append([]config.Plugin{{Name: archfilter.Name}}, p.Filter.Enabled...)
+	return p
+}
+
+// upstreamDefaults is the plugin set of a profile that configures no plugins.
+func upstreamDefaults(t *testing.T, kubeconfig string) *config.Plugins {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "defaults.yaml")
+	cfg := fmt.Sprintf(`apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+clientConnection: {kubeconfig: %q}
+profiles: [{schedulerName: defaults}]
+`, kubeconfig)
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
 	}
+	got, err := setup(t, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got["defaults"].Filter.Enabled) == 0 {
+		t.Fatalf("the default profile has no Filter plugins: %+v", got["defaults"])
+	}
+	return got["defaults"]
 }
 
 func TestSetupWithManifests(t *testing.T) {
 	kubeconfig := fakeKubeconfig(t)
+	want := withArchFilter(upstreamDefaults(t, kubeconfig))
 	tests := []struct {
 		manifest string
 		want     map[string]*config.Plugins
 	}{
 		{
 			manifest: "secondary-scheduler.yaml",
-			want:     map[string]*config.Plugins{"archfilter-scheduler": defaultPluginsWithArchFilter()},
+			want:     map[string]*config.Plugins{"archfilter-scheduler": want},
 		},
 		{
 			manifest: "default-scheduler.yaml",
-			want:     map[string]*config.Plugins{"default-scheduler": defaultPluginsWithArchFilter()},
+			want:     map[string]*config.Plugins{"default-scheduler": want},
 		},
 	}
 	for _, tc := range tests {
@@ -191,6 +194,33 @@ profiles:
 		t.Fatal("Setup succeeded with invalid ArchFilter args")
 	}
 	for _, want := range []string{`"ArchFilter"`, "args.maxWait", "args.preferredPlatforms[0].platform"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not mention %s", err, want)
+		}
+	}
+}
+
+// TestSetupNamesTheFlavourOfSchedulerPlugins checks that enabling a plugin of
+// sigs.k8s.io/scheduler-plugins, which only the k8s1.34 flavour carries, stops
+// the main line at start with an error naming the plugin and that flavour.
+func TestSetupNamesTheFlavourOfSchedulerPlugins(t *testing.T) {
+	kubeconfig := fakeKubeconfig(t)
+	path := filepath.Join(t.TempDir(), "coscheduling.yaml")
+	cfg := fmt.Sprintf(`apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+clientConnection: {kubeconfig: %q}
+profiles:
+- schedulerName: gang
+  plugins: {multiPoint: {enabled: [{name: Coscheduling}, {name: ArchFilter}]}}
+`, kubeconfig)
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := setup(t, path)
+	if err == nil {
+		t.Fatal("Setup succeeded with a scheduler-plugins plugin the main line does not carry")
+	}
+	for _, want := range []string{`"Coscheduling"`, "scheduler-plugins", schedulercmd.SchedulerPluginsFlavour} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not mention %s", err, want)
 		}

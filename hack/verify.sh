@@ -12,9 +12,14 @@ unformatted=$(gofmt -l $(git ls-files '*.go'))
 [[ -z "${unformatted}" ]] || fail "gofmt needed on: ${unformatted}"
 
 go vet ./... || fail "go vet reported problems"
+# The k8s1.34 flavour: same tree, its own module file and build tag.
+k8s134=(-modfile=go.k8s1.34.mod -tags=k8s1.34)
+go vet "${k8s134[@]}" ./... ./cmd/scheduler-plugins || fail "go vet (k8s1.34 flavour) reported problems"
 
 go mod tidy
 git diff --quiet -- go.mod go.sum || fail "go.mod/go.sum are not tidy (run: go mod tidy)"
+go mod tidy -modfile=go.k8s1.34.mod
+git diff --quiet -- go.k8s1.34.mod go.k8s1.34.sum || fail "go.k8s1.34.mod/.sum are not tidy (run: go mod tidy -modfile=go.k8s1.34.mod)"
 
 hack/update-codegen.sh >/dev/null 2>&1
 if ! git diff --quiet -- apis || [[ -n "$(git ls-files --others --exclude-standard apis)" ]]; then

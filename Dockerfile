@@ -2,18 +2,26 @@
 # Cross-compiles on the build machine's platform for each TARGETPLATFORM
 # (docker buildx --platform ...), then copies the static binary into a
 # distroless, non-root image.
+#
+# FLAVOUR selects the build: main (Kubernetes 1.36, go.mod) or k8s1.34
+# (Kubernetes 1.34 with sigs.k8s.io/scheduler-plugins, go.k8s1.34.mod). Tag the
+# k8s1.34 image VERSION-k8s1.34 (make docker-buildx does).
 ARG GO_VERSION=1.26
 FROM --platform=$BUILDPLATFORM golang:${GO_VERSION} AS build
 ARG TARGETOS
 ARG TARGETARCH
 ARG VERSION=v0.0.0-dev
 ARG GIT_COMMIT=unknown
+ARG FLAVOUR=main
 WORKDIR /src
-COPY go.mod go.sum ./
-RUN --mount=type=cache,target=/root/go/pkg/mod go mod download
+COPY go.mod go.sum go.k8s1.34.mod go.k8s1.34.sum ./
+# The golang image's GOPATH is /go: its module cache is /go/pkg/mod.
+RUN --mount=type=cache,target=/go/pkg/mod \
+    if [ "$FLAVOUR" = k8s1.34 ]; then go mod download -modfile=go.k8s1.34.mod; else go mod download; fi
 COPY . .
-RUN --mount=type=cache,target=/root/go/pkg/mod --mount=type=cache,target=/root/.cache/go-build \
-    GOOS=$TARGETOS GOARCH=$TARGETARCH make build VERSION=$VERSION GIT_COMMIT=$GIT_COMMIT BINARY=/out/archfilter-scheduler
+RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache/go-build \
+    GOOS=$TARGETOS GOARCH=$TARGETARCH make build-$FLAVOUR VERSION=$VERSION GIT_COMMIT=$GIT_COMMIT \
+      BINARY=/out/archfilter-scheduler BINARY_K8S134=/out/archfilter-scheduler
 
 FROM gcr.io/distroless/static-debian12:nonroot
 COPY --from=build /out/archfilter-scheduler /usr/local/bin/archfilter-scheduler

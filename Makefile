@@ -16,6 +16,7 @@ IMAGE          ?= archfilter/archfilter-scheduler
 PLATFORMS      ?= linux/amd64,linux/arm64,linux/ppc64le,linux/s390x
 GO             ?= go
 GOTESTFLAGS    ?=
+FLAVOUR        ?= main
 
 # Versions are stamped into the binary: archfilter's own from git, and the
 # Kubernetes version from the module graph, so --version tells the truth.
@@ -62,14 +63,19 @@ build-k8s1.34: ## Build bin/archfilter-scheduler-k8s1.34: Kubernetes $(KUBE_VERS
 ldflags: ## Print the -ldflags used by build (for the Dockerfile and scripts).
 	@echo '$(LDFLAGS)'
 
+# Image tags name the flavour: $(VERSION) is the main line, $(VERSION)-k8s1.34
+# the Kubernetes 1.34 build with scheduler-plugins.
 .PHONY: image
-image: ## Build the container image for this machine's platform (needs Docker).
-	docker build --build-arg VERSION=$(VERSION) --build-arg GIT_COMMIT=$(GIT_COMMIT) -t $(IMAGE):$(VERSION) .
+image: ## Build the main-line image for this machine's platform (needs Docker; FLAVOUR=k8s1.34 for the other).
+	docker build --build-arg VERSION=$(VERSION) --build-arg GIT_COMMIT=$(GIT_COMMIT) --build-arg FLAVOUR=$(FLAVOUR) \
+		-t $(IMAGE):$(VERSION)$(if $(filter k8s1.34,$(FLAVOUR)),-k8s1.34) .
 
 .PHONY: docker-buildx
-docker-buildx: ## Build and push a multi-arch image for $(PLATFORMS) (needs Docker buildx).
+docker-buildx: ## Build and push multi-arch images of both flavours for $(PLATFORMS) (needs Docker buildx).
 	docker buildx build --platform $(PLATFORMS) --build-arg VERSION=$(VERSION) \
-		--build-arg GIT_COMMIT=$(GIT_COMMIT) -t $(IMAGE):$(VERSION) --push .
+		--build-arg GIT_COMMIT=$(GIT_COMMIT) --build-arg FLAVOUR=main -t $(IMAGE):$(VERSION) --push .
+	docker buildx build --platform $(PLATFORMS) --build-arg VERSION=$(VERSION) \
+		--build-arg GIT_COMMIT=$(GIT_COMMIT) --build-arg FLAVOUR=k8s1.34 -t $(IMAGE):$(VERSION)-k8s1.34 --push .
 
 ##@ Test
 
@@ -86,8 +92,10 @@ test-unit: ## Unit tests of both flavours (no network, no control plane).
 
 .PHONY: test-integration
 test-integration: build ## Integration tests of both flavours: the real binaries, control planes and registries.
-	ARCHFILTER_SCHEDULER_BINARY=$(abspath $(BINARY)) $(GO) test $(GOTESTFLAGS) ./test/integration/...
-	ARCHFILTER_SCHEDULER_BINARY=$(abspath $(BINARY_K8S134)) $(GO) test $(K8S134_GOFLAGS) $(GOTESTFLAGS) ./test/integration/...
+	ARCHFILTER_SCHEDULER_BINARY=$(abspath $(BINARY)) ARCHFILTER_KUBE_VERSION=$(KUBE_VERSION) \
+		$(GO) test $(GOTESTFLAGS) ./test/integration/...
+	ARCHFILTER_SCHEDULER_BINARY=$(abspath $(BINARY_K8S134)) ARCHFILTER_KUBE_VERSION=$(KUBE_VERSION_K8S134) \
+		$(GO) test $(K8S134_GOFLAGS) $(GOTESTFLAGS) ./test/integration/...
 
 .PHONY: manifests-check
 manifests-check: ## Check manifests/ (base, overlays) and render each overlay with kustomize (built once into .cache/bin).

@@ -123,16 +123,7 @@ func withArchFilter(defaults *config.Plugins) *config.Plugins {
 // upstreamDefaults is the plugin set of a profile that configures no plugins.
 func upstreamDefaults(t *testing.T, kubeconfig string) *config.Plugins {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "defaults.yaml")
-	cfg := fmt.Sprintf(`apiVersion: kubescheduler.config.k8s.io/v1
-kind: KubeSchedulerConfiguration
-clientConnection: {kubeconfig: %q}
-profiles: [{schedulerName: defaults}]
-`, kubeconfig)
-	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	got, err := setup(t, path)
+	got, err := setup(t, writeConfig(t, kubeconfig, "[{schedulerName: defaults}]"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,58 +162,61 @@ func TestSetupWithManifests(t *testing.T) {
 	}
 }
 
-// TestSetupRejectsInvalidArgs checks that a bad value stops the scheduler at
-// start-up with the field's path, not at the first pod.
-func TestSetupRejectsInvalidArgs(t *testing.T) {
+// TestSetupRejects checks that a bad configuration stops the scheduler at
+// start-up with an error that says what to change, not at the first pod.
+func TestSetupRejects(t *testing.T) {
 	kubeconfig := fakeKubeconfig(t)
-	path := filepath.Join(t.TempDir(), "bad.yaml")
-	bad := fmt.Sprintf(`apiVersion: kubescheduler.config.k8s.io/v1
-kind: KubeSchedulerConfiguration
-clientConnection: {kubeconfig: %q}
-profiles:
+	tests := []struct {
+		name     string
+		profiles string
+		want     []string
+	}{
+		{
+			name: "invalid ArchFilter args name their paths",
+			profiles: `
 - schedulerName: archfilter-scheduler
   plugins: {multiPoint: {enabled: [{name: ArchFilter}]}}
   pluginConfig:
   - name: ArchFilter
-    args: {maxWait: 0s, preferredPlatforms: [{platform: arm64, weight: 10}]}
-`, kubeconfig)
-	if err := os.WriteFile(path, []byte(bad), 0o600); err != nil {
-		t.Fatal(err)
+    args: {maxWait: 0s, preferredPlatforms: [{platform: arm64, weight: 10}]}`,
+			want: []string{`"ArchFilter"`, "args.maxWait", "args.preferredPlatforms[0].platform"},
+		},
+		{
+			// Only the k8s1.34 flavour carries sigs.k8s.io/scheduler-plugins.
+			name: "a scheduler-plugins plugin names the flavour that has it",
+			profiles: `
+- schedulerName: gang
+  plugins: {multiPoint: {enabled: [{name: Coscheduling}, {name: ArchFilter}]}}`,
+			want: []string{`"Coscheduling"`, "scheduler-plugins", schedulercmd.SchedulerPluginsFlavour},
+		},
 	}
-	_, err := setup(t, path)
-	if err == nil {
-		t.Fatal("Setup succeeded with invalid ArchFilter args")
-	}
-	for _, want := range []string{`"ArchFilter"`, "args.maxWait", "args.preferredPlatforms[0].platform"} {
-		if !strings.Contains(err.Error(), want) {
-			t.Errorf("error %q does not mention %s", err, want)
-		}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := setup(t, writeConfig(t, kubeconfig, tc.profiles))
+			if err == nil {
+				t.Fatal("Setup succeeded")
+			}
+			for _, want := range tc.want {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error %q does not mention %s", err, want)
+				}
+			}
+		})
 	}
 }
 
-// TestSetupNamesTheFlavourOfSchedulerPlugins checks that enabling a plugin of
-// sigs.k8s.io/scheduler-plugins, which only the k8s1.34 flavour carries, stops
-// the main line at start with an error naming the plugin and that flavour.
-func TestSetupNamesTheFlavourOfSchedulerPlugins(t *testing.T) {
-	kubeconfig := fakeKubeconfig(t)
-	path := filepath.Join(t.TempDir(), "coscheduling.yaml")
+// writeConfig writes a KubeSchedulerConfiguration with the given profiles
+// (a YAML list) and returns its path.
+func writeConfig(t *testing.T, kubeconfig, profiles string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "config.yaml")
 	cfg := fmt.Sprintf(`apiVersion: kubescheduler.config.k8s.io/v1
 kind: KubeSchedulerConfiguration
 clientConnection: {kubeconfig: %q}
-profiles:
-- schedulerName: gang
-  plugins: {multiPoint: {enabled: [{name: Coscheduling}, {name: ArchFilter}]}}
-`, kubeconfig)
+profiles: %s
+`, kubeconfig, profiles)
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	_, err := setup(t, path)
-	if err == nil {
-		t.Fatal("Setup succeeded with a scheduler-plugins plugin the main line does not carry")
-	}
-	for _, want := range []string{`"Coscheduling"`, "scheduler-plugins", schedulercmd.SchedulerPluginsFlavour} {
-		if !strings.Contains(err.Error(), want) {
-			t.Errorf("error %q does not mention %s", err, want)
-		}
-	}
+	return path
 }

@@ -33,12 +33,13 @@ import (
 	"github.com/archfilter/archfilter/internal/schedulercmd"
 )
 
-// Options lists every out-of-tree plugin this binary registers: ArchFilter's
-// and every plugin the sigs.k8s.io/scheduler-plugins image registers. Its
+// Options lists every out-of-tree plugin this binary registers: ArchFilter's,
+// every plugin the sigs.k8s.io/scheduler-plugins image registers, and the
+// names of newer in-tree plugins, which fail with a pointer to the main line. Its
 // CrossNodePreemption sample is left out there too: its New still has the
 // pre-context factory signature and is not meant for production.
 func Options() []app.Option {
-	return append(schedulercmd.ArchFilterPlugins(),
+	opts := append(schedulercmd.ArchFilterPlugins(),
 		app.WithPlugin(capacityscheduling.Name, capacityscheduling.New),
 		app.WithPlugin(coscheduling.Name, coscheduling.New),
 		app.WithPlugin(loadvariationriskbalancing.Name, loadvariationriskbalancing.New),
@@ -54,6 +55,9 @@ func Options() []app.Option {
 		app.WithPlugin(sysched.Name, sysched.New),
 		app.WithPlugin(targetloadpacking.Name, targetloadpacking.New),
 	)
+	// Naming a plugin only the main line's kube-scheduler has fails at start,
+	// naming the main line.
+	return append(opts, schedulercmd.NotInThisFlavour(schedulercmd.InTreeSince135)...)
 }
 
 func main() {

@@ -16,7 +16,7 @@ import (
 // Options lists every out-of-tree plugin this binary registers. Tests build the
 // scheduler from the same list, so what they check is what ships.
 func Options() []app.Option {
-	return append(schedulercmd.ArchFilterPlugins(), schedulercmd.NotInThisFlavour()...)
+	return append(schedulercmd.ArchFilterPlugins(), schedulercmd.NotInThisFlavour(schedulercmd.SchedulerPlugins)...)
 }
 
 func main() {

@@ -187,7 +187,7 @@ func TestSetupRejects(t *testing.T) {
 			profiles: `
 - schedulerName: gang
   plugins: {multiPoint: {enabled: [{name: Coscheduling}, {name: ArchFilter}]}}`,
-			want: []string{`"Coscheduling"`, "scheduler-plugins", schedulercmd.SchedulerPluginsFlavour},
+			want: []string{`"Coscheduling"`, "scheduler-plugins", schedulercmd.SchedulerPlugins.Flavour},
 		},
 	}
 	for _, tc := range tests {

@@ -12,34 +12,52 @@ import (
 	"github.com/archfilter/archfilter/pkg/version"
 )
 
-// SchedulerPluginsFlavour is the flavour that carries sigs.k8s.io/scheduler-plugins.
-const SchedulerPluginsFlavour = "k8s1.34"
-
-// SchedulerPluginsNames are the plugins of sigs.k8s.io/scheduler-plugins
-// v0.34.7 that the k8s1.34 flavour registers (all its image registers). Only
-// that flavour can carry them: scheduler-plugins has no release for the
-// framework of Kubernetes 1.35 and later. cmd/scheduler-plugins' test checks
-// this list against what it really registers.
-var SchedulerPluginsNames = []string{
-	"CapacityScheduling", "Coscheduling", "LoadVariationRiskBalancing", "LowRiskOverCommitment",
-	"NetworkOverhead", "TopologicalSort", "NodeResourcesAllocatable", "NodeResourceTopologyMatch",
-	"Peaks", "PodState", "PreemptionToleration", "QOSSort", "SySched", "TargetLoadPacking",
+// Flavours names plugins that one flavour carries and the other cannot.
+type Flavours struct {
+	// Names are the plugins.
+	Names []string
+	// What they are, for the error: "part of sigs.k8s.io/scheduler-plugins v0.34.7".
+	What string
+	// Flavour is the flavour that carries them, and TagSuffix its image tag's.
+	Flavour, TagSuffix string
 }
 
-// NotInThisFlavour registers each scheduler-plugins name with a factory that
-// fails, so that a configuration enabling one stops the scheduler at start
-// with an error naming the plugin and the flavour that carries it, instead of
+// SchedulerPlugins are the plugins of sigs.k8s.io/scheduler-plugins v0.34.7
+// the k8s1.34 flavour registers (all its image registers). Only that flavour
+// can carry them: scheduler-plugins has no release for the framework of
+// Kubernetes 1.35 and later. cmd/scheduler-plugins' test pins this list to
+// what it really registers.
+var SchedulerPlugins = Flavours{
+	Names: []string{
+		"CapacityScheduling", "Coscheduling", "LoadVariationRiskBalancing", "LowRiskOverCommitment",
+		"NetworkOverhead", "TopologicalSort", "NodeResourcesAllocatable", "NodeResourceTopologyMatch",
+		"Peaks", "PodState", "PreemptionToleration", "QOSSort", "SySched", "TargetLoadPacking",
+	},
+	What:      "part of sigs.k8s.io/scheduler-plugins v0.34.7",
+	Flavour:   "k8s1.34",
+	TagSuffix: "-k8s1.34",
+}
+
+// InTreeSince135 are kube-scheduler's own plugins added after 1.34, which
+// only the main line carries. cmd/scheduler's test pins this list to the main
+// line's in-tree registry.
+var InTreeSince135 = Flavours{
+	Names:   []string{"GangScheduling", "NodeDeclaredFeatures", "PodGroupPodsCount", "TopologyPlacementGenerator"},
+	What:    "an in-tree plugin of Kubernetes 1.35 or later",
+	Flavour: "main line",
+}
+
+// NotInThisFlavour registers each of f.Names with a factory that fails, so
+// that a configuration enabling one stops the scheduler at start with an
+// error naming the plugin and the flavour that carries it, instead of
 // upstream's bare "plugin does not exist".
-func NotInThisFlavour() []app.Option {
-	opts := make([]app.Option, 0, len(SchedulerPluginsNames))
-	for _, name := range SchedulerPluginsNames {
+func NotInThisFlavour(f Flavours) []app.Option {
+	opts := make([]app.Option, 0, len(f.Names))
+	for _, name := range f.Names {
 		opts = append(opts, app.WithPlugin(name, func(context.Context, runtime.Object, schedfw.Handle) (schedfw.Plugin, error) {
-			return nil, fmt.Errorf("plugin %q is part of sigs.k8s.io/scheduler-plugins v0.34.7, which this build (archfilter %s, Kubernetes %s) does not carry: use the %s flavour (image tag %s-%s), which has every scheduler-plugins plugin",
-				name, version.Version, kubernetesVersion(), SchedulerPluginsFlavour, version.Version, SchedulerPluginsFlavour)
+			return nil, fmt.Errorf("plugin %q is %s, which this build (archfilter %s, Kubernetes %s) does not carry: use the %s flavour (image tag <version>%s)",
+				name, f.What, version.Version, k8sversion.Get().GitVersion, f.Flavour, f.TagSuffix)
 		}))
 	}
 	return opts
 }
-
-// kubernetesVersion is the Kubernetes version this binary was built from.
-func kubernetesVersion() string { return k8sversion.Get().GitVersion }

@@ -2,6 +2,7 @@ package archfilter
 
 import (
 	"context"
+	"fmt"
 
 	v1 "k8s.io/api/core/v1"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -51,11 +52,26 @@ func (pl *ArchFilter) PreScore(_ context.Context, state fwk.CycleState, pod *v1.
 
 // Score is the weight of the best preference the node's platform matches.
 func (pl *ArchFilter) Score(_ context.Context, state fwk.CycleState, _ *v1.Pod, nodeInfo fwk.NodeInfo) (int64, *fwk.Status) {
-	data, err := state.Read(preScoreStateKey)
+	s, err := readPreScoreState(state)
 	if err != nil {
 		return 0, fwk.AsStatus(err)
 	}
-	return data.(*preScoreState).weights.of(nodeInfo.Node()), nil
+	return s.weights.of(nodeInfo.Node()), nil
+}
+
+// readPreScoreState reads PreScore's state. A missing entry, or another
+// type under our key, is an error status for this pod, never a panic of the
+// scheduler.
+func readPreScoreState(state fwk.CycleState) (*preScoreState, error) {
+	data, err := state.Read(preScoreStateKey)
+	if err != nil {
+		return nil, err
+	}
+	s, ok := data.(*preScoreState)
+	if !ok {
+		return nil, fmt.Errorf("%s: PreScore state is %T, want *preScoreState", Name, data)
+	}
+	return s, nil
 }
 
 // bestWeight is the weight of the best preference a node's platform matches; 0
@@ -81,11 +97,11 @@ func (pl *ArchFilter) ScoreExtensions() schedfw.ScoreExtensions { return pl }
 // NormalizeScore scales weights so the most preferred platform gets the
 // framework's maximum node score.
 func (pl *ArchFilter) NormalizeScore(_ context.Context, state fwk.CycleState, _ *v1.Pod, scores schedfw.NodeScoreList) *fwk.Status {
-	data, err := state.Read(preScoreStateKey)
+	s, err := readPreScoreState(state)
 	if err != nil {
 		return fwk.AsStatus(err)
 	}
-	maxWeight := data.(*preScoreState).maxWeight
+	maxWeight := s.maxWeight
 	for i := range scores {
 		scores[i].Score = scores[i].Score * schedfw.MaxNodeScore / maxWeight
 	}

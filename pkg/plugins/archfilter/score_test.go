@@ -193,15 +193,31 @@ func TestPreScoreOutOfScope(t *testing.T) {
 	}
 }
 
+// TestScoreWithoutPreScoreState: a missing or foreign entry under PreScore's
+// key is an Error status from Score and NormalizeScore, not a panic.
 func TestScoreWithoutPreScoreState(t *testing.T) {
-	ctx := testContext(t)
-	h := newHarness(t, ctx, harnessConfig{})
-	state := framework.NewCycleState()
-	pod := makePod("p", imgMulti).Obj()
-	if _, s := h.pl.Score(ctx, state, pod, h.infos[0]); s.Code() != fwk.Error {
-		t.Errorf("Score without PreScore state: %v, want Error", s)
+	tests := []struct {
+		name  string
+		state func() fwk.CycleState
+	}{
+		{name: "no entry", state: func() fwk.CycleState { return framework.NewCycleState() }},
+		{name: "another type under the key", state: func() fwk.CycleState {
+			s := framework.NewCycleState()
+			s.Write(preScoreStateKey, &preFilterState{})
+			return s
+		}},
 	}
-	if s := h.pl.NormalizeScore(ctx, state, pod, schedfw.NodeScoreList{{Name: nodeAMD64, Score: 1}}); s.Code() != fwk.Error {
-		t.Errorf("NormalizeScore without PreScore state: %v, want Error", s)
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := testContext(t)
+			h := newHarness(t, ctx, harnessConfig{})
+			pod := makePod("p", imgMulti).Obj()
+			if _, s := h.pl.Score(ctx, tc.state(), pod, h.infos[0]); s.Code() != fwk.Error {
+				t.Errorf("Score: %v, want Error", s)
+			}
+			if s := h.pl.NormalizeScore(ctx, tc.state(), pod, schedfw.NodeScoreList{{Name: nodeAMD64, Score: 1}}); s.Code() != fwk.Error {
+				t.Errorf("NormalizeScore: %v, want Error", s)
+			}
+		})
 	}
 }

@@ -42,3 +42,38 @@ func BenchmarkLookupWarmWithCredentials(b *testing.B) {
 		}
 	}
 }
+
+// TestLookupWarmDoesNotAllocate holds Lookup to its contract: a cached answer
+// costs the resolver no allocation, with credentials, with or without mirrors
+// (it runs in every scheduling cycle, through PreEnqueue and PreFilter). The
+// endpoint list is the caller's: here one that does not allocate.
+func TestLookupWarmDoesNotAllocate(t *testing.T) {
+	m := registrytest.NewMemory(t, registrytest.WithBasicAuth("user", "pass"))
+	img := m.Fixtures(t).Index("app:v1", registrytest.OCI, "linux/amd64", "linux/arm64")
+	c := credsFor(m.Host(), cred("other", "user", "wrong"), cred("owner", "user", "pass"))
+	mirrored := []Endpoint{{Host: "127.0.0.1:1"}, {Host: m.Host()}} // nothing listens on the mirror
+	tests := []struct {
+		name string
+		opts Options
+	}{
+		{name: "registry only"},
+		{name: "behind a mirror list", opts: Options{Endpoints: func(string) []Endpoint { return mirrored }}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newTestResolver(t, tc.opts)
+			req := Request{Image: img.Ref, Credentials: c}
+			if res := r.Resolve(testContext(t), req); res.Err != nil {
+				t.Fatal(res.Err)
+			}
+			allocs := testing.AllocsPerRun(100, func() {
+				if _, found := r.Lookup(req); !found {
+					t.Fatal("not found")
+				}
+			})
+			if allocs != 0 {
+				t.Errorf("Lookup of a cached answer allocated %.1f times, want 0", allocs)
+			}
+		})
+	}
+}

@@ -37,31 +37,44 @@ func (r *Resolver) lookup(req Request, ref *imageRef, now time.Time) (Result, bo
 	if res, ok := r.lookupScope(anonymousScope, ref, now); ok {
 		return res, true
 	}
-	if req.Credentials != nil {
-		cs := req.Credentials.For(ref.registry)
-		for i := range cs {
-			if res, ok := r.lookupScope(credentialID(&cs[i]), ref, now); ok {
-				return res, true
+	var (
+		found Result
+		hit   bool
+	)
+	r.forEachCandidate(req, ref, func(_ Endpoint, creds []Credential) bool {
+		for i := range creds {
+			if found, hit = r.lookupScope(credentialID(&creds[i]), ref, now); hit {
+				return false
 			}
 		}
-		if r.opts.Endpoints != nil {
-			for _, ep := range r.opts.Endpoints(ref.registry) {
-				if ep.Host == ref.registry {
-					continue
-				}
-				cs := req.Credentials.For(ep.Host)
-				for i := range cs {
-					if res, ok := r.lookupScope(credentialID(&cs[i]), ref, now); ok {
-						return res, true
-					}
-				}
-			}
-		}
+		return true
+	})
+	if hit {
+		return found, true
 	}
 	if e := r.cache.get(cacheKey{negativeEntry, r.failureScope(req, ref), ref.canonical}); e != nil && now.Before(e.expires) {
 		return e.result, true
 	}
 	return Result{}, false
+}
+
+// forEachCandidate calls fn with every endpoint of ref's registry (its mirrors
+// in order, then the registry itself) and the credentials req holds for that
+// endpoint's host, until fn returns false. It is the one walk over endpoints
+// and credentials that lookups, revalidation and failure scopes share.
+// Unlike endpointsFor it does not allocate: Lookup uses it on every cycle.
+func (r *Resolver) forEachCandidate(req Request, ref *imageRef, fn func(ep Endpoint, creds []Credential) bool) {
+	if r.opts.Endpoints != nil {
+		if eps := r.opts.Endpoints(ref.registry); len(eps) > 0 {
+			for _, ep := range eps {
+				if !fn(ep, candidates(req, ep.Host)) {
+					return
+				}
+			}
+			return
+		}
+	}
+	fn(Endpoint{Host: ref.registry}, candidates(req, ref.registry))
 }
 
 // lookupScope returns the fresh answer for ref in one credential scope.
@@ -87,36 +100,40 @@ func (r *Resolver) lookupScope(scope string, ref *imageRef, now time.Time) (Resu
 // endpointAndCredential finds the endpoint host and the request's credential with the ID
 // scope, to revalidate an answer the way it was obtained.
 func (r *Resolver) endpointAndCredential(req Request, ref *imageRef, host, scope string) (Endpoint, *Credential, bool) {
-	for _, ep := range r.endpointsFor(ref.registry) {
+	var (
+		found Endpoint
+		cred  *Credential
+		ok    bool
+	)
+	r.forEachCandidate(req, ref, func(ep Endpoint, creds []Credential) bool {
 		if ep.Host != host {
-			continue
+			return true
 		}
 		if scope == anonymousScope {
-			return ep, nil, true
+			found, ok = ep, true
+			return false
 		}
-		cands := candidates(req, host)
-		for i := range cands {
-			if credentialID(&cands[i]) == scope {
-				return ep, &cands[i], true
+		for i := range creds {
+			if credentialID(&creds[i]) == scope {
+				found, cred, ok = ep, &creds[i], true
+				return false
 			}
 		}
-	}
-	return Endpoint{}, nil, false
+		return true
+	})
+	return found, cred, ok
 }
 
 // scopesOf lists the credential scopes whose answers req may see: anonymous, then the IDs
 // of its credentials for the registry and each mirror.
 func (r *Resolver) scopesOf(req Request, ref *imageRef) []string {
 	scopes := []string{anonymousScope}
-	if req.Credentials == nil {
-		return scopes
-	}
-	for _, ep := range r.endpointsFor(ref.registry) {
-		cands := req.Credentials.For(ep.Host)
-		for i := range cands {
-			scopes = append(scopes, credentialID(&cands[i]))
+	r.forEachCandidate(req, ref, func(_ Endpoint, creds []Credential) bool {
+		for i := range creds {
+			scopes = append(scopes, credentialID(&creds[i]))
 		}
-	}
+		return true
+	})
 	return scopes
 }
 
@@ -129,20 +146,21 @@ func (r *Resolver) failureScope(req Request, ref *imageRef) string {
 		return anonymousScope
 	}
 	var b strings.Builder
-	anyCred := false
-	for i, ep := range r.endpointsFor(ref.registry) {
-		if i > 0 {
+	anyCred, first := false, true
+	r.forEachCandidate(req, ref, func(_ Endpoint, creds []Credential) bool {
+		if !first {
 			b.WriteByte('|')
 		}
-		cands := req.Credentials.For(ep.Host)
-		for j := range cands {
+		first = false
+		for j := range creds {
 			if j > 0 {
 				b.WriteByte(',')
 			}
-			b.WriteString(credentialID(&cands[j]))
+			b.WriteString(credentialID(&creds[j]))
 			anyCred = true
 		}
-	}
+		return true
+	})
 	if !anyCred {
 		return anonymousScope
 	}

@@ -38,16 +38,27 @@ type Fault struct {
 	Matched func(*http.Request)
 	// Times is how many matching requests the fault applies to; 0 means all of them.
 	Times int
+	// Location, when set, answers 307 Temporary Redirect to Location(request)
+	// (after Delay, Wait and Header), instead of Status or the registry.
+	Location func(*http.Request) string
 }
 
 func (f *Fault) matches(r *http.Request) bool {
 	return (f.Method == "" || f.Method == r.Method) && strings.HasPrefix(r.URL.Path, f.Path)
 }
 
-type faults struct {
+// Faults applies Fault rules to the requests of a handler it wraps: the
+// in-memory registry's, or a test's own proxy in front of another registry.
+type Faults struct {
 	mu      sync.Mutex
 	list    []*faultState
 	closing chan struct{}
+	once    sync.Once
+}
+
+// NewFaults returns an empty rule list.
+func NewFaults() *Faults {
+	return &Faults{closing: make(chan struct{})}
 }
 
 type faultState struct {
@@ -55,7 +66,9 @@ type faultState struct {
 	used int
 }
 
-func (fs *faults) add(f Fault) func() {
+// Add applies f to matching requests until the returned function is called.
+// Faults are checked in the order they were added.
+func (fs *Faults) Add(f Fault) func() {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
 	st := &faultState{Fault: f}
@@ -72,14 +85,21 @@ func (fs *faults) add(f Fault) func() {
 	}
 }
 
-func (fs *faults) clear() {
+// Clear removes every fault.
+func (fs *Faults) Clear() {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
 	fs.list = nil
 }
 
+// Close ends every held-back answer (Delay, Wait) at once, for a server that
+// is shutting down. It is safe to call more than once.
+func (fs *Faults) Close() {
+	fs.once.Do(func() { close(fs.closing) })
+}
+
 // take returns the first matching fault that still has uses left, and uses it.
-func (fs *faults) take(r *http.Request) (Fault, bool) {
+func (fs *Faults) take(r *http.Request) (Fault, bool) {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
 	for _, s := range fs.list {
@@ -91,7 +111,8 @@ func (fs *faults) take(r *http.Request) (Fault, bool) {
 	return Fault{}, false
 }
 
-func (fs *faults) wrap(next http.Handler) http.Handler {
+// Wrap returns next with the faults applied.
+func (fs *Faults) Wrap(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		f, ok := fs.take(r)
 		if !ok {
@@ -126,6 +147,10 @@ func (fs *faults) wrap(next http.Handler) http.Handler {
 			for _, v := range vs {
 				w.Header().Add(k, v)
 			}
+		}
+		if f.Location != nil {
+			http.Redirect(w, r, f.Location(r), http.StatusTemporaryRedirect)
+			return
 		}
 		if f.Status == 0 {
 			next.ServeHTTP(w, r)

@@ -18,7 +18,7 @@ type Memory struct {
 	Requests *RequestLog
 
 	srv       *httptest.Server
-	faults    *faults
+	faults    *Faults
 	auth      *auth
 	closeOnce sync.Once
 }
@@ -50,7 +50,7 @@ func NewMemory(t testing.TB, opts ...Option) *Memory {
 	t.Helper()
 	m := &Memory{
 		Requests: &RequestLog{},
-		faults:   &faults{closing: make(chan struct{})},
+		faults:   NewFaults(),
 	}
 	for _, o := range opts {
 		o(m)
@@ -60,7 +60,7 @@ func NewMemory(t testing.TB, opts ...Option) *Memory {
 	if m.auth != nil {
 		h = m.auth.wrap(h)
 	}
-	h = m.faults.wrap(h)
+	h = m.faults.Wrap(h)
 	h = m.Requests.wrap(h)
 	m.srv = httptest.NewServer(h)
 	t.Cleanup(m.Close)
@@ -94,18 +94,18 @@ func (m *Memory) Fixtures(t testing.TB) *Fixtures {
 // AddFault makes the registry misbehave for matching requests until the returned function
 // is called. Faults are checked in the order they were added.
 func (m *Memory) AddFault(f Fault) (remove func()) {
-	return m.faults.add(f)
+	return m.faults.Add(f)
 }
 
 // ClearFaults removes every fault.
 func (m *Memory) ClearFaults() {
-	m.faults.clear()
+	m.faults.Clear()
 }
 
 // Close stops the server. It is safe to call more than once.
 func (m *Memory) Close() {
 	m.closeOnce.Do(func() {
-		close(m.faults.closing)
+		m.faults.Close()
 		m.srv.CloseClientConnections()
 		m.srv.Close()
 	})

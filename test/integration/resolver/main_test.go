@@ -149,39 +149,37 @@ func (r *registry) on(host, ref string) string {
 }
 
 // front is an HTTP server in front of a registry: it forwards every request, records it
-// ("GET /v2/app/manifests/v1 200", as registrytest.RequestLog does), and applies the
-// registrytest.Fault semantics (Method, Path, Status, Header, Body, Delay, Wait, Matched,
-// Times; not BodySize) and redirects. The Host header is passed on unchanged, so a bearer
-// realm the registry builds from it points back at the front.
+// ("GET /v2/app/manifests/v1 200", as registrytest.RequestLog does), and applies
+// registrytest.Fault rules, redirects included. The Host header is passed on unchanged, so
+// a bearer realm the registry builds from it points back at the front.
 type front struct {
-	srv     *httptest.Server
-	proxy   *httputil.ReverseProxy
-	closing chan struct{}
+	srv    *httptest.Server
+	faults *registrytest.Faults
 
-	mu    sync.Mutex
-	rules []*frontRule
-	log   []string
-}
-
-type frontRule struct {
-	registrytest.Fault
-	// location, when set, answers 307 Temporary Redirect to location(request).
-	location func(*http.Request) string
-	used     int
+	mu  sync.Mutex
+	log []string
 }
 
 func newFront(t *testing.T, upstream string) *front {
 	t.Helper()
-	u := &url.URL{Scheme: "http", Host: upstream}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
-	f := &front{closing: make(chan struct{})}
-	f.proxy = httputil.NewSingleHostReverseProxy(u)
-	f.proxy.Transport = tr
+	proxy := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: "http", Host: upstream})
+	proxy.Transport = tr
 	// A client that gives up mid-request is what the slow-server tests do.
-	f.proxy.ErrorLog = log.New(io.Discard, "", 0)
-	f.srv = httptest.NewServer(f)
+	proxy.ErrorLog = log.New(io.Discard, "", 0)
+	f := &front{faults: registrytest.NewFaults()}
+	next := f.faults.Wrap(proxy)
+	f.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sw := &registrytest.StatusRecorder{ResponseWriter: w, Record: func(status int) {
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			f.log = append(f.log, r.Method+" "+r.URL.Path+" "+strconv.Itoa(status))
+		}}
+		defer sw.Done()
+		next.ServeHTTP(sw, r)
+	}))
 	t.Cleanup(func() {
-		close(f.closing)
+		f.faults.Close()
 		f.srv.CloseClientConnections()
 		f.srv.Close()
 		tr.CloseIdleConnections()
@@ -191,29 +189,11 @@ func newFront(t *testing.T, upstream string) *front {
 
 func (f *front) Host() string { return f.srv.Listener.Addr().String() }
 
-func (f *front) AddFault(flt registrytest.Fault) (remove func()) {
-	return f.add(&frontRule{Fault: flt})
-}
+func (f *front) AddFault(flt registrytest.Fault) (remove func()) { return f.faults.Add(flt) }
 
 // Redirect answers matching requests with 307 to location(request).
 func (f *front) Redirect(method, pathPrefix string, location func(*http.Request) string) (remove func()) {
-	return f.add(&frontRule{Fault: registrytest.Fault{Method: method, Path: pathPrefix}, location: location})
-}
-
-func (f *front) add(r *frontRule) func() {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.rules = append(f.rules, r)
-	return func() {
-		f.mu.Lock()
-		defer f.mu.Unlock()
-		for i, have := range f.rules {
-			if have == r {
-				f.rules = append(f.rules[:i], f.rules[i+1:]...)
-				return
-			}
-		}
-	}
+	return f.faults.Add(registrytest.Fault{Method: method, Path: pathPrefix, Location: location})
 }
 
 func (f *front) Counts() map[string]int {
@@ -230,72 +210,6 @@ func (f *front) Reset() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.log = nil
-}
-
-func (f *front) take(r *http.Request) (frontRule, bool) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	for _, rule := range f.rules {
-		if (rule.Method == "" || rule.Method == r.Method) && strings.HasPrefix(r.URL.Path, rule.Path) &&
-			(rule.Times == 0 || rule.used < rule.Times) {
-			rule.used++
-			return *rule, true
-		}
-	}
-	return frontRule{}, false
-}
-
-func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	sw := &registrytest.StatusRecorder{ResponseWriter: w, Record: func(status int) {
-		f.mu.Lock()
-		defer f.mu.Unlock()
-		f.log = append(f.log, r.Method+" "+r.URL.Path+" "+strconv.Itoa(status))
-	}}
-	defer sw.Done()
-	rule, ok := f.take(r)
-	if !ok {
-		f.proxy.ServeHTTP(sw, r)
-		return
-	}
-	if rule.Matched != nil {
-		rule.Matched(r)
-	}
-	if rule.location != nil {
-		http.Redirect(sw, r, rule.location(r), http.StatusTemporaryRedirect)
-		return
-	}
-	if rule.Delay > 0 {
-		timer := time.NewTimer(rule.Delay)
-		defer timer.Stop()
-		select {
-		case <-timer.C:
-		case <-r.Context().Done():
-			return
-		case <-f.closing:
-			return
-		}
-	}
-	if rule.Wait != nil {
-		select {
-		case <-rule.Wait:
-		case <-r.Context().Done():
-			return
-		case <-f.closing:
-			return
-		}
-	}
-	for k, vs := range rule.Header {
-		for _, v := range vs {
-			sw.Header().Add(k, v)
-		}
-	}
-	if rule.Status == 0 {
-		f.proxy.ServeHTTP(sw, r)
-		return
-	}
-	sw.Header().Set("Content-Length", strconv.Itoa(len(rule.Body)))
-	sw.WriteHeader(rule.Status)
-	_, _ = sw.Write(rule.Body)
 }
 
 // newResolver builds the production stack: a transport.Transport with topts, and a

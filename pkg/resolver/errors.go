@@ -10,6 +10,70 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 )
 
+// Reason classifies failures for events, metrics (low cardinality) and policy.
+type Reason string
+
+// Failure reasons.
+const (
+	ReasonInvalidReference Reason = "InvalidReference"
+	ReasonNotAllowed       Reason = "RegistryNotAllowed" // allowed/denied registries, refused addresses
+	ReasonUnauthorized     Reason = "Unauthorized"       // 401/403 with every candidate credential
+	ReasonNotFound         Reason = "NotFound"           // 404 manifest or config
+	ReasonRateLimited      Reason = "RateLimited"        // 429 beyond the time budget
+	ReasonTimeout          Reason = "Timeout"            // resolveTimeout exceeded
+	ReasonUnreachable      Reason = "Unreachable"        // connection errors, 5xx
+	ReasonCircuitOpen      Reason = "CircuitOpen"        // registry's circuit breaker is open
+	ReasonInvalidManifest  Reason = "InvalidManifest"    // too large, too many descriptors, bad JSON, cycles
+)
+
+// Error describes a failed resolution precisely enough for a person to act on.
+type Error struct {
+	Image            string
+	Registry         string
+	CredentialSource string // "anonymous" when none was used
+	StatusCode       int    // last HTTP status, 0 if none
+	Reason           Reason
+	Err              error
+}
+
+func (e *Error) Error() string {
+	msg := fmt.Sprintf("resolving image %q on registry %s with %s credentials: %s", e.Image, e.Registry, e.CredentialSource, e.Reason)
+	if e.StatusCode != 0 {
+		msg += fmt.Sprintf(" (HTTP %d)", e.StatusCode)
+	}
+	if e.Err != nil {
+		msg += ": " + e.Err.Error()
+	}
+	return msg
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// ReasonOf returns the Reason of err, or "" when err is not an *Error.
+func ReasonOf(err error) Reason {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Reason
+	}
+	return ""
+}
+
+func (r *Resolver) newError(ctx context.Context, req Request, ep Endpoint, source string, err error) *Error {
+	reason, status := classify(err, ctx.Err())
+	return &Error{
+		Image:            req.Image,
+		Registry:         ep.Host,
+		CredentialSource: source,
+		StatusCode:       status,
+		Reason:           reason,
+		Err:              err,
+	}
+}
+
+func invalidResult(ref *imageRef) Result {
+	return Result{Err: ref.invalid}
+}
+
 // Errors the Options.Transport wraps (with %w) so that failures it decides on get the right
 // Reason. The resolver itself never returns them bare.
 var (

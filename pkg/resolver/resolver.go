@@ -6,124 +6,16 @@ package resolver
 
 import (
 	"context"
-	"errors"
-	"fmt"
+	"net/http"
+	"sync/atomic"
 	"time"
 
-	"github.com/archfilter/archfilter/pkg/platform"
+	"github.com/archfilter/archfilter/pkg/version"
+	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
+	"golang.org/x/sync/singleflight"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 )
-
-// Request is one image to resolve, with the credentials that may be used for it.
-type Request struct {
-	// Image is the reference as written in the pod spec ("nginx",
-	// "registry:5000/app:v1@sha256:…").
-	Image string
-	// Credentials yields the candidate credentials for a registry host, in the
-	// order the kubelet would try them. Nil means anonymous only.
-	Credentials Credentials
-}
-
-// Result is what is known about one image.
-type Result struct {
-	// Platforms are the platforms the image runs on. It is platform.Any() for
-	// images that never constrain placement (OCI artifacts, data-only images).
-	Platforms platform.Set
-	// Digest is the manifest digest the answer was read from.
-	Digest string
-	// Err is non-nil when resolution failed; errors.As(Err, **Error) gives details.
-	Err error
-	// Expires is when the cached answer stops being served.
-	Expires time.Time
-}
-
-// Credentials yields candidate credentials for a registry host (with port, as
-// in the reference: "registry.example.com:5000", "index.docker.io").
-type Credentials interface {
-	For(registry string) []Credential
-}
-
-// ContextCredentials is implemented by credential sources with slow members
-// (credential provider plugins): For answers from what is at hand, and workers
-// about to fetch call ForContext, which may wait for them.
-type ContextCredentials interface {
-	Credentials
-	ForContext(ctx context.Context, registry string) []Credential
-}
-
-// Credential is one username/password or token, with where it came from.
-type Credential struct {
-	// Source names the credential for people, never its secret part:
-	// "secret default/regcred", "serviceaccount default/builder secret regcred",
-	// "global pull secret kube-system/archfilter-pull-secret",
-	// "docker config file /etc/…", "credential provider ecr-credential-provider".
-	Source string
-	// ID is a stable, non-reversible identity of the secret material (a hash),
-	// used to scope cache entries: an answer obtained with one credential is
-	// never served to a request that does not hold the same credential.
-	ID string
-
-	Username      string
-	Password      string
-	IdentityToken string
-	RegistryToken string
-}
-
-// String names the credential without its secret part, so that logging or
-// printing one never leaks it.
-func (c Credential) String() string {
-	return fmt.Sprintf("credential from %s (id %.12s)", c.Source, c.ID)
-}
-
-// GoString is String, for %#v.
-func (c Credential) GoString() string { return c.String() }
-
-// Reason classifies failures for events, metrics (low cardinality) and policy.
-type Reason string
-
-// Failure reasons.
-const (
-	ReasonInvalidReference Reason = "InvalidReference"
-	ReasonNotAllowed       Reason = "RegistryNotAllowed" // allowed/denied registries, refused addresses
-	ReasonUnauthorized     Reason = "Unauthorized"       // 401/403 with every candidate credential
-	ReasonNotFound         Reason = "NotFound"           // 404 manifest or config
-	ReasonRateLimited      Reason = "RateLimited"        // 429 beyond the time budget
-	ReasonTimeout          Reason = "Timeout"            // resolveTimeout exceeded
-	ReasonUnreachable      Reason = "Unreachable"        // connection errors, 5xx
-	ReasonCircuitOpen      Reason = "CircuitOpen"        // registry's circuit breaker is open
-	ReasonInvalidManifest  Reason = "InvalidManifest"    // too large, too many descriptors, bad JSON, cycles
-)
-
-// Error describes a failed resolution precisely enough for a person to act on.
-type Error struct {
-	Image            string
-	Registry         string
-	CredentialSource string // "anonymous" when none was used
-	StatusCode       int    // last HTTP status, 0 if none
-	Reason           Reason
-	Err              error
-}
-
-func (e *Error) Error() string {
-	msg := fmt.Sprintf("resolving image %q on registry %s with %s credentials: %s", e.Image, e.Registry, e.CredentialSource, e.Reason)
-	if e.StatusCode != 0 {
-		msg += fmt.Sprintf(" (HTTP %d)", e.StatusCode)
-	}
-	if e.Err != nil {
-		msg += ": " + e.Err.Error()
-	}
-	return msg
-}
-
-func (e *Error) Unwrap() error { return e.Err }
-
-// ReasonOf returns the Reason of err, or "" when err is not an *Error.
-func ReasonOf(err error) Reason {
-	var e *Error
-	if errors.As(err, &e) {
-		return e.Reason
-	}
-	return ""
-}
 
 // Interface is what the scheduler plugin uses; *Resolver implements it. Lookup
 // and ResolveAsync never block on I/O.
@@ -138,4 +30,117 @@ type Interface interface {
 	ResolveAsync(req Request, done func(Result))
 	// Resolve resolves req and waits for the answer (for tools and tests).
 	Resolve(ctx context.Context, req Request) Result
+}
+
+// Resolver resolves image platforms from registries. It implements Interface.
+type Resolver struct {
+	opts  Options
+	clock clock.PassiveClock
+	// rt is Options.Transport, instrumented, under a User-Agent.
+	rt       http.RoundTripper
+	refs     *refCache
+	cache    *cache
+	sessions *sessionPool
+	// flights makes concurrent resolutions of one image in one credential scope share a
+	// fetch, whether they come from Resolve or from the workers.
+	flights singleflight.Group
+	queue   *workQueue
+	running atomic.Bool
+}
+
+var _ Interface = (*Resolver)(nil)
+
+// New returns a Resolver. Resolve works at once; ResolveAsync needs Run.
+func New(opts Options) (*Resolver, error) {
+	o, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	return &Resolver{
+		opts:     o,
+		clock:    o.Clock,
+		rt:       transport.NewUserAgent(&instrumentedTransport{next: o.Transport}, "archfilter/"+version.Version),
+		refs:     newRefCache(o.Cache.MaxEntries),
+		cache:    newCache(o.Cache.MaxEntries, func(n int) { cacheEntries.Set(float64(n)) }),
+		sessions: newSessionPool(o.Clock),
+		queue:    newWorkQueue(),
+	}, nil
+}
+
+// Resolve resolves req, sharing the work with concurrent requests for the same image in
+// the same credential scope. It returns early, with a Timeout failure, when ctx ends; the
+// shared work goes on for the others, within ResolveTimeout.
+func (r *Resolver) Resolve(ctx context.Context, req Request) Result {
+	ref := r.refs.get(req.Image)
+	if ref.err != nil {
+		return invalidResult(ref)
+	}
+	if res, ok := r.lookup(req, ref, r.clock.Now()); ok {
+		return res
+	}
+	return r.shared(ctx, context.WithoutCancel(ctx), req, ref, r.failureScope(req, ref))
+}
+
+// shared runs resolve once per (scope, reference) at a time. waitCtx bounds the wait,
+// workCtx the work.
+func (r *Resolver) shared(waitCtx, workCtx context.Context, req Request, ref *imageRef, scope string) Result {
+	ch := r.flights.DoChan(scope+"\x00"+ref.canonical, func() (any, error) {
+		return r.resolve(workCtx, req, ref, scope), nil
+	})
+	select {
+	case v := <-ch:
+		return v.Val.(Result)
+	case <-waitCtx.Done():
+		return Result{Err: &Error{
+			Image: req.Image, Registry: ref.registry, CredentialSource: anonymousScope,
+			Reason: ReasonTimeout, Err: waitCtx.Err(),
+		}}
+	}
+}
+
+// resolve answers req from the network within ResolveTimeout: by revalidating a stale
+// answer with one HEAD when it can, by fetching otherwise.
+func (r *Resolver) resolve(base context.Context, req Request, ref *imageRef, failScope string) Result {
+	// A flight that finished just before this one started may have answered already.
+	if res, ok := r.lookup(req, ref, r.clock.Now()); ok {
+		return res
+	}
+	ctx, cancel := context.WithTimeout(base, r.opts.ResolveTimeout)
+	defer cancel()
+	logger := klog.FromContext(ctx)
+	start := time.Now()
+
+	res, ok := r.revalidate(ctx, req, ref)
+	if !ok {
+		res = r.fetch(ctx, req, ref)
+	}
+	elapsed := time.Since(start)
+
+	if res.Err == nil {
+		resolutionDuration.WithLabelValues("success").Observe(elapsed.Seconds())
+		logger.V(4).Info("Resolved image platforms", "image", req.Image, "digest", res.Digest,
+			"platforms", res.Platforms.String(), "revalidated", ok, "duration", elapsed)
+		return res
+	}
+	resolutionDuration.WithLabelValues("failure").Observe(elapsed.Seconds())
+	failures.WithLabelValues(string(ReasonOf(res.Err))).Inc()
+	logger.V(4).Info("Failed to resolve image platforms", "image", req.Image, "err", res.Err, "duration", elapsed)
+	if base.Err() != nil {
+		// The resolver is stopping: this failure says nothing about the registry.
+		return res
+	}
+	now := r.clock.Now()
+	res.Expires = now.Add(r.opts.Cache.NegativeTTL)
+	r.cache.put(&cacheEntry{key: cacheKey{negativeEntry, failScope, ref.canonical}, expires: res.Expires, result: res}, now)
+	return res
+}
+
+// endpointsFor returns where to fetch registry's content: mirrors, then the registry.
+func (r *Resolver) endpointsFor(registry string) []Endpoint {
+	if r.opts.Endpoints != nil {
+		if eps := r.opts.Endpoints(registry); len(eps) > 0 {
+			return eps
+		}
+	}
+	return []Endpoint{{Host: registry}}
 }

@@ -108,11 +108,6 @@ func (p Pushed) DigestRef() string {
 	return p.Repository + "@" + p.Digest
 }
 
-// TagAndDigestRef returns "HOST/repo:tag@sha256:…".
-func (p Pushed) TagAndDigestRef() string {
-	return p.Ref + "@" + p.Digest
-}
-
 // ChildRef returns "HOST/repo@sha256:…" for the child built from platform spec, or "" if
 // there is none.
 func (p Pushed) ChildRef(spec string) string {

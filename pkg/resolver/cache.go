@@ -21,7 +21,7 @@ const (
 
 // cacheKey is a struct rather than a joined string so that Lookup builds keys without
 // allocating. scope is the credential scope that produced the entry: "anonymous", a
-// Credential.ID, or for failures the whole candidate list (see credentialScopes).
+// Credential.ID, or for failures the whole candidate list (see Resolver.failureScope).
 type cacheKey struct {
 	kind  entryKind
 	scope string

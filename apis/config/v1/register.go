@@ -22,9 +22,9 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 }
 
 func init() {
-	// Generated functions register themselves in the zz_generated files; keeping
-	// the hand-written registration here lets the package compile without them.
+	// conversion-gen registers RegisterConversions itself (in
+	// zz_generated.conversion.go's init); defaulter-gen does not register
+	// RegisterDefaults, so it is registered here with the types.
 	localSchemeBuilder.Register(addKnownTypes)
 	localSchemeBuilder.Register(RegisterDefaults)
-	localSchemeBuilder.Register(RegisterConversions)
 }

@@ -213,8 +213,8 @@ func allows(set platform.Set) func(np platform.NodePlatform, known bool) bool {
 	return func(np platform.NodePlatform, known bool) bool { return !known || set.MatchesNode(np) }
 }
 
-// resolvedPlatforms is the set the pod may run on, or an error saying why not;
-// used by queueing hints and the taint wrapper.
+// resolvedPlatforms is the set the pod may run on, and false when there is
+// none (PreFilter would reject the pod); used by the queueing hints.
 func (pl *ArchFilter) resolvedPlatforms(pod *v1.Pod) (platform.Set, bool) {
 	d := pl.decide(pod)
 	return d.set, d.status == nil

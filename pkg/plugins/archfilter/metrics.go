@@ -19,7 +19,7 @@ var (
 	podsReleased = metrics.NewCounterVec(&metrics.CounterOpts{
 		Subsystem:      subsystem,
 		Name:           "pods_released_total",
-		Help:           "Held pods released, by reason: resolved, timeout (maxWait) or deleted.",
+		Help:           "Held pods released, by reason: resolved, timeout (maxWait), deleted, or out_of_scope (an update opted the pod out or declared its platforms).",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"reason"})
 	podWaitSeconds = metrics.NewHistogram(&metrics.HistogramOpts{

@@ -230,8 +230,10 @@ func newHTTPTransport(opts Options, d *guardedDialer, cfg *tls.Config) *http.Tra
 	}
 }
 
-// RoundTripper returns the RoundTripper for every registry request; give it
-// to ggcr with remote.WithTransport (ggcr's auth transports wrap it).
+// RoundTripper returns the RoundTripper for every registry request: the
+// resolver's Options.Transport. The resolver wraps it in its metrics, a
+// User-Agent and go-containerregistry's token and basic-auth transports, so
+// every request, token fetches and redirects included, ends here.
 func (t *Transport) RoundTripper() http.RoundTripper { return t }
 
 // CloseIdleConnections closes idle connections to every host.

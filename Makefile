@@ -80,7 +80,7 @@ docker-buildx: ## Build and push multi-arch images of both flavours for $(PLATFO
 ##@ Test
 
 .PHONY: test
-test: test-unit test-integration e2e bench-smoke ## Every test: unit, integration (in-process control plane, real binary), e2e on a local KWOK cluster, benchmark smoke.
+test: test-unit verify test-race test-integration e2e bench-smoke ## What CI runs: unit tests, verify, the race detector, integration (in-process control plane, real binaries), e2e on local KWOK clusters, benchmark smoke.
 
 UNIT_PKGS      := ./apis/... ./cmd/... ./internal/... ./pkg/...
 
@@ -89,6 +89,15 @@ test-unit: ## Unit tests of both flavours (no network, no control plane).
 	$(GO) test $(GOTESTFLAGS) $(UNIT_PKGS)
 	# ./cmd/... does not match cmd/scheduler-plugins (go.mod ignores it): name it.
 	$(GO) test $(K8S134_GOFLAGS) $(GOTESTFLAGS) $(UNIT_PKGS) ./cmd/scheduler-plugins
+
+# The packages with concurrency of their own: the resolver (workers, cache,
+# singleflight), its transport (breakers, limits) and the plugin (held pods,
+# timers, informers). Tests in *race_test.go files run only here.
+RACE_PKGS      := ./pkg/resolver/... ./pkg/plugins/...
+
+.PHONY: test-race
+test-race: ## Race detector on the packages with concurrency (main line).
+	$(GO) test -race $(GOTESTFLAGS) $(RACE_PKGS)
 
 .PHONY: test-integration
 test-integration: build ## Integration tests of both flavours: the real binaries, control planes and registries.

@@ -57,9 +57,10 @@ func (q *workQueue) add(key string, req Request, ref *imageRef, scope string, do
 	t := &task{req: req, ref: ref, scope: scope, key: key, dones: []func(Result){done}}
 	q.pending[key] = t
 	q.items = append(q.items, t)
-	n := len(q.pending)
 	q.mu.Unlock()
-	pending.Set(float64(n))
+	// Every Resolver (one per profile that enables ArchFilter) adds its own:
+	// the gauge is the process's total.
+	pending.Inc()
 	q.signal()
 	return true
 }
@@ -93,11 +94,15 @@ func (q *workQueue) pop() *task {
 // ResolveAsync calls start a new task, which will find the answer in the cache.
 func (q *workQueue) finish(t *task) []func(Result) {
 	q.mu.Lock()
-	delete(q.pending, t.key)
-	n := len(q.pending)
+	held := q.pending[t.key] == t
+	if held {
+		delete(q.pending, t.key)
+	}
 	dones := t.dones
 	q.mu.Unlock()
-	pending.Set(float64(n))
+	if held {
+		pending.Dec()
+	}
 	return dones
 }
 
@@ -111,7 +116,7 @@ func (q *workQueue) stop() []*task {
 	for _, t := range left {
 		delete(q.pending, t.key)
 	}
-	pending.Set(float64(len(q.pending)))
+	pending.Add(-float64(len(left)))
 	return left
 }
 

@@ -60,8 +60,10 @@ type cacheEntry struct {
 // a fake clock cannot drive, it deletes entries on expiry (losing what revalidation needs),
 // it has no bound, and its string keys would cost Lookup an allocation per probe.
 type cache struct {
-	max    int
-	onSize func(int)
+	max int
+	// onChange reports each change of the number of entries (+1, -1), so that
+	// a gauge summed over several caches (one per profile) stays right.
+	onChange func(delta int)
 
 	mu      sync.RWMutex
 	entries map[cacheKey]*list.Element // values are *cacheEntry
@@ -69,11 +71,11 @@ type cache struct {
 	seq     uint64
 }
 
-func newCache(max int, onSize func(int)) *cache {
+func newCache(max int, onChange func(delta int)) *cache {
 	return &cache{
-		max:     max,
-		onSize:  onSize,
-		entries: make(map[cacheKey]*list.Element, min(max, 4096)),
+		max:      max,
+		onChange: onChange,
+		entries:  make(map[cacheKey]*list.Element, min(max, 4096)),
 	}
 }
 
@@ -108,6 +110,7 @@ func (c *cache) getTag(k cacheKey) (tag, digest *cacheEntry) {
 // put stores e, replacing any entry with its key, evicting one entry if the cache is full.
 func (c *cache) put(e *cacheEntry, now time.Time) {
 	c.mu.Lock()
+	before := len(c.entries)
 	if old, ok := c.entries[e.key]; ok {
 		c.order[e.key.kind].Remove(old)
 	} else if len(c.entries) >= c.max {
@@ -116,9 +119,11 @@ func (c *cache) put(e *cacheEntry, now time.Time) {
 	c.seq++
 	e.seq = c.seq
 	c.entries[e.key] = c.order[e.key.kind].PushBack(e)
-	n := len(c.entries)
+	delta := len(c.entries) - before
 	c.mu.Unlock()
-	c.onSize(n)
+	if delta != 0 {
+		c.onChange(delta)
+	}
 }
 
 func (c *cache) evictLocked(now time.Time) {

@@ -53,8 +53,9 @@ func TestCacheEviction(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			sizes := []int{}
-			c := newCache(tc.max, func(n int) { sizes = append(sizes, n) })
+			// The size as the entries gauge sees it: the running sum of the changes.
+			size, sizes := 0, []int{}
+			c := newCache(tc.max, func(delta int) { size += delta; sizes = append(sizes, size) })
 			for _, e := range tc.puts {
 				c.put(e, tc.now)
 			}
@@ -73,6 +74,9 @@ func TestCacheEviction(t *testing.T) {
 				if n > tc.max {
 					t.Errorf("size reached %d, bound %d", n, tc.max)
 				}
+			}
+			if size != len(got) {
+				t.Errorf("sum of size changes = %d, entries = %d", size, len(got))
 			}
 		})
 	}

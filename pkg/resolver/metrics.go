@@ -37,7 +37,7 @@ var (
 	cacheEntries = metrics.NewGauge(&metrics.GaugeOpts{
 		Subsystem:      metricsSubsystem,
 		Name:           "cache_entries",
-		Help:           "Entries in the cache: tags, digests and failures, expired ones included until evicted.",
+		Help:           "Entries in the caches of every profile's resolver: tags, digests and failures, expired ones included until evicted.",
 		StabilityLevel: metrics.ALPHA,
 	})
 
@@ -58,7 +58,7 @@ var (
 	pending = metrics.NewGauge(&metrics.GaugeOpts{
 		Subsystem:      metricsSubsystem,
 		Name:           "pending_resolutions",
-		Help:           "Distinct images (per credential scope) queued or being resolved for ResolveAsync.",
+		Help:           "Distinct images (per credential scope) queued or being resolved for ResolveAsync, over every profile's resolver.",
 		StabilityLevel: metrics.ALPHA,
 	})
 )

@@ -36,7 +36,14 @@ func TestMetrics(t *testing.T) {
 		}
 		return v
 	}
-	gets0, notFound0, hits0 := gets(), notFound(), hits()
+	entries := func() float64 {
+		v, err := testutil.GetGaugeMetricValue(cacheEntries)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	gets0, notFound0, hits0, entries0 := gets(), notFound(), hits(), entries()
 
 	if res := r.Resolve(testContext(t), Request{Image: img.Ref}); res.Err != nil {
 		t.Fatal(res.Err)
@@ -54,7 +61,17 @@ func TestMetrics(t *testing.T) {
 	if got := hits() - hits0; got != 1 {
 		t.Errorf("cache hits: %v, want 1", got)
 	}
-	if v, err := testutil.GetGaugeMetricValue(cacheEntries); err != nil || v != float64(r.cache.len()) {
-		t.Errorf("cache size gauge %v (%v), want %d", v, err, r.cache.len())
+	if got := entries() - entries0; got != float64(r.cache.len()) {
+		t.Errorf("cache size gauge grew by %v, want %d", got, r.cache.len())
+	}
+
+	// A second Resolver, as a second profile enabling ArchFilter builds: the
+	// gauge is the total of both caches, not the last one to change.
+	r2 := newTestResolver(t, Options{})
+	if res := r2.Resolve(testContext(t), Request{Image: img.Ref}); res.Err != nil {
+		t.Fatal(res.Err)
+	}
+	if got, want := entries()-entries0, float64(r.cache.len()+r2.cache.len()); got != want {
+		t.Errorf("cache size gauge with two resolvers grew by %v, want %v", got, want)
 	}
 }

@@ -61,7 +61,7 @@ func New(opts Options) (*Resolver, error) {
 		clock:    o.Clock,
 		rt:       transport.NewUserAgent(&instrumentedTransport{next: o.Transport}, "archfilter/"+version.Version),
 		refs:     newRefCache(o.Cache.MaxEntries),
-		cache:    newCache(o.Cache.MaxEntries, func(n int) { cacheEntries.Set(float64(n)) }),
+		cache:    newCache(o.Cache.MaxEntries, func(delta int) { cacheEntries.Add(float64(delta)) }),
 		sessions: newSessionPool(o.Clock),
 		queue:    newWorkQueue(),
 	}, nil

@@ -12,10 +12,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/tools/events"
-	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
-	"k8s.io/utils/clock"
 
 	"github.com/archfilter/archfilter/apis/annotations"
 	"github.com/archfilter/archfilter/apis/config"
@@ -481,34 +478,6 @@ func TestPreEnqueueForgetsPodThatLeftScope(t *testing.T) {
 			}
 		})
 	}
-}
-
-// TestHeldPodsExpireRacesWithPreEnqueue runs the maxWait timer (real clock)
-// against PreEnqueue calls for the same pod, as a pod update and the timer do
-// in a scheduler. It finds data races only under -race.
-func TestHeldPodsExpireRacesWithPreEnqueue(t *testing.T) {
-	ctx := testContext(t)
-	res := newFakeResolver(t, clock.RealClock{}, map[string]resolver.Result{})
-	act := &fakeActivator{}
-	h := newHeldPods(clock.RealClock{}, func(pods map[string]*v1.Pod) { act.Activate(klog.Logger{}, pods) })
-	pl := &ArchFilter{
-		settings:    &settings{maxWait: time.Millisecond, fallback: mustSet(t, "*")},
-		scope:       &scope{settings: &settings{}},
-		resolver:    res,
-		credentials: &fakeCredentials{},
-		held:        h,
-		events:      podEvents{recorder: &events.FakeRecorder{}},
-	}
-	pl.scope.settings = pl.settings
-	pod := makePod("p", imgNewMain).Obj()
-	deadline := time.Now().Add(5 * time.Second)
-	for act.activations("default/p") < 20 && time.Now().Before(deadline) {
-		pl.PreEnqueue(ctx, pod)
-	}
-	if act.activations("default/p") == 0 {
-		t.Fatal("the maxWait timer never fired")
-	}
-	h.stop()
 }
 
 func TestPreEnqueueResolutionFailureAnnounced(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -246,6 +247,13 @@ func (s *Scheduler) Stop() {
 
 // LogContains reports whether the log has a line containing substr.
 func (s *Scheduler) LogContains(substr string) bool {
+	return s.anyLogLine(func(line string) bool { return strings.Contains(line, substr) })
+}
+
+// LogMatches reports whether a line of the log matches re.
+func (s *Scheduler) LogMatches(re *regexp.Regexp) bool { return s.anyLogLine(re.MatchString) }
+
+func (s *Scheduler) anyLogLine(match func(string) bool) bool {
 	f, err := os.Open(s.LogPath)
 	if err != nil {
 		return false
@@ -254,7 +262,7 @@ func (s *Scheduler) LogContains(substr string) bool {
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
-		if strings.Contains(sc.Text(), substr) {
+		if match(sc.Text()) {
 			return true
 		}
 	}
@@ -274,11 +282,13 @@ func (s *Scheduler) Tail(n int) string {
 	return strings.Join(lines, "\n")
 }
 
-// acquiredLease is what client-go's leader election logs when it becomes leader.
-const acquiredLease = "successfully acquired lease"
+// acquiredLease is what client-go's leader election logs when it becomes
+// leader: "successfully acquired lease kube-system/…" up to 1.34,
+// "Successfully acquired lease" lock="kube-system/…" (structured) from 1.35.
+var acquiredLease = regexp.MustCompile(`(?i)successfully acquired lease`)
 
 // IsLeader reports whether this process has logged acquiring its lease.
-func (s *Scheduler) IsLeader() bool { return !s.Exited() && s.LogContains(acquiredLease) }
+func (s *Scheduler) IsLeader() bool { return !s.Exited() && s.LogMatches(acquiredLease) }
 
 // WaitLeader polls until exactly one running replica has acquired the lease,
 // and returns it.

@@ -47,7 +47,9 @@ const (
 
 	// Overlays, relative to the repository root.
 	SecondaryOverlay = "manifests/overlays/secondary"
-	KubeadmOverlay   = "manifests/overlays/kubeadm-replacement"
+	// SecondaryK8s134Overlay is SecondaryOverlay with the k8s1.34 flavour's image.
+	SecondaryK8s134Overlay = "manifests/overlays/secondary-k8s1.34"
+	KubeadmOverlay         = "manifests/overlays/kubeadm-replacement"
 	// KubeadmNodeDir holds the files copied onto control-plane nodes.
 	KubeadmNodeDir = KubeadmOverlay + "/node"
 	// KindOverlay is the secondary overlay with the kind e2e registries.

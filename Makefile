@@ -142,10 +142,17 @@ demo: build-main ## Local KWOK cluster + registries; archfilter as secondary, th
 demo-down: ## Remove the demo's cluster, registries and state (binaries stay cached).
 	hack/demo/down.sh
 
+# The support matrix, FLAVOUR:KUBE-APISERVER:KUBE-CONTROLLER-MANAGER: each
+# flavour against its own minor and the next one (kube-scheduler may be one
+# minor older than the API server). The newer minors' controller manager is
+# the flavour's own, which the skew policy allows (one minor older than the
+# API server) and which saves building one per minor.
+E2E_MATRIX     ?= main:$(KUBE_VERSION):$(KUBE_VERSION) main:v1.37.2:$(KUBE_VERSION) \
+	k8s1.34:$(KUBE_VERSION_K8S134):$(KUBE_VERSION_K8S134) k8s1.34:v1.35.5:$(KUBE_VERSION_K8S134)
+
 .PHONY: e2e
-e2e: build ## End-to-end tests on a local KWOK cluster (brought up and removed; E2E_KEEP_CLUSTER=1 keeps it).
-	E2E_PROVIDER=kwok ARCHFILTER_SCHEDULER_BINARY=$(abspath $(BINARY)) \
-		$(GO) test $(GOTESTFLAGS) -count=1 -timeout $(E2E_TIMEOUT) -v ./test/e2e/...
+e2e: build ## End-to-end tests on local KWOK clusters, once per cell of E2E_MATRIX (each brought up and removed).
+	E2E_TIMEOUT=$(E2E_TIMEOUT) GOTESTFLAGS="$(GOTESTFLAGS)" hack/cluster/e2e-matrix.sh $(E2E_MATRIX)
 
 .PHONY: e2e-kind
 e2e-kind: ## End-to-end tests on a kind cluster (needs Docker, kind, kubectl; cannot run without a Docker engine).

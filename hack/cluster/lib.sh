@@ -12,12 +12,19 @@ export ARCHFILTER_CACHE=${ARCHFILTER_CACHE:-$ROOT/.cache}
 # matches the scheduler; etcd is the one k8s 1.34 is tested with.
 ETCD_VERSION=${ETCD_VERSION:-v3.6.4}
 KWOK_VERSION=${KWOK_VERSION:-v0.8.0}
-KUBE_VERSION=${KUBE_VERSION:-$(cd "$ROOT" && go list -m -f '{{.Version}}' k8s.io/kubernetes)}
+# KUBE_VERSION is the API server's version: by default the main line's
+# (go.mod); make e2e sets it per cell of the support matrix. KCM_VERSION is
+# the kube-controller-manager's, by default the same (the skew policy lets it
+# be one minor older than the API server, which saves a build per minor).
+MAIN_KUBE_VERSION=$(cd "$ROOT" && go list -m -f '{{.Version}}' k8s.io/kubernetes)
+K8S134_KUBE_VERSION=$(cd "$ROOT" && go list -modfile=go.k8s1.34.mod -m -f '{{.Version}}' k8s.io/kubernetes)
+KUBE_VERSION=${KUBE_VERSION:-$MAIN_KUBE_VERSION}
+KCM_VERSION=${KCM_VERSION:-$KUBE_VERSION}
 
 TOOLS_DIR=$ARCHFILTER_CACHE/bin
 ETCD_BIN=$TOOLS_DIR/etcd-$ETCD_VERSION/etcd
 APISERVER_BIN=$TOOLS_DIR/kube-$KUBE_VERSION/kube-apiserver
-KCM_BIN=$TOOLS_DIR/kube-$KUBE_VERSION/kube-controller-manager
+KCM_BIN=$TOOLS_DIR/kube-$KCM_VERSION/kube-controller-manager
 KWOK_BIN=$TOOLS_DIR/kwok-$KWOK_VERSION/kwok
 KWOKCTL_BIN=$TOOLS_DIR/kwok-$KWOK_VERSION/kwokctl
 SCHEDULER_BIN=${ARCHFILTER_SCHEDULER_BINARY:-$ROOT/bin/archfilter-scheduler}

@@ -41,7 +41,7 @@ SPEC_FILE=$KWOK_WORKDIR/$CLUSTER_NAME.spec
 DEMO_BIN=$TOOLS_DIR/archfilter-demo
 
 # Everything that, when changed, requires a new cluster.
-spec=$(printf '%s\n' "kube=$KUBE_VERSION" "kwok=$KWOK_VERSION" "etcd=$ETCD_VERSION" \
+spec=$(printf '%s\n' "kube=$KUBE_VERSION" "kcm=$KCM_VERSION" "kwok=$KWOK_VERSION" "etcd=$ETCD_VERSION" \
   "scheduler=$SCHEDULER_BIN $(stat -c '%s %Y' "$SCHEDULER_BIN")" "no-scheduler=$no_scheduler" \
   "config=${scheduler_config:+$(sha256sum <"$scheduler_config" | cut -c1-16)}")
 

@@ -24,6 +24,7 @@ const (
 	ReasonUnreachable      Reason = "Unreachable"        // connection errors, 5xx
 	ReasonCircuitOpen      Reason = "CircuitOpen"        // registry's circuit breaker is open
 	ReasonInvalidManifest  Reason = "InvalidManifest"    // too large, too many descriptors, bad JSON, cycles
+	ReasonLocalImage       Reason = "LocalImage"         // localhost/name: built on the node, no registry to ask
 )
 
 // Error describes a failed resolution precisely enough for a person to act on.

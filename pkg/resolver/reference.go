@@ -1,13 +1,13 @@
 package resolver
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"strconv"
-	"strings"
 	"sync"
 
-	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/distribution/reference"
 )
 
 // imageRef is a parsed image reference in the canonical form the cache keys on. It is
@@ -48,63 +48,67 @@ func (r *imageRef) digestName(digest string) string {
 	return r.repoName + "@" + digest
 }
 
-// parseReference parses image the way the kubelet's runtime does: an implicit docker.io
-// and library/, ports and bracketed IPv6 hosts, and a digest that wins over a tag.
+// parseReference parses image as the kubelet does (k8s.io/kubernetes/pkg/util/parsers, which
+// calls github.com/distribution/reference.ParseNormalizedNamed) and as containerd's CRI
+// normalises it: an implicit docker.io and library/; a first path component is a registry
+// host when it is "localhost", contains "." or ":", or has an upper-case letter ("Foo/bar");
+// ports and bracketed IPv6 hosts; one-character repositories; sha256, sha384 and sha512
+// digests; and a digest that wins over a tag. What the kubelet refuses is refused here, so
+// it fails early as InvalidReference instead of as NotFound after a round trip.
 //
-// go-containerregistry's name package does the parsing. It accepts a few references the
-// runtime rejects (empty path components such as "a//b"); those are refused here so they
-// fail as InvalidReference instead of as NotFound after a round trip. It rejects one-letter
-// repositories ("registry:5000/a"), which the runtime accepts: a known limitation.
+// "localhost/name" names an image built on the node (podman, buildah and CRI-O name local
+// builds so): there is no registry to ask, and asking Docker Hub would answer for a different
+// image, so it fails at once with LocalImage and the failure policy decides.
 func parseReference(image string) *imageRef {
 	ref := parseName(image)
-	if ref.err != nil {
+	switch {
+	case ref.err != nil:
 		ref.invalid = &Error{Image: image, Registry: ref.registry, CredentialSource: anonymousScope,
 			Reason: ReasonInvalidReference, Err: ref.err}
+	case ref.registry == localImageHost:
+		ref.err = errLocalImage
+		ref.invalid = &Error{Image: image, Registry: ref.registry, CredentialSource: anonymousScope,
+			Reason: ReasonLocalImage, Err: errLocalImage}
 	}
 	return ref
 }
 
+// localImageHost is the registry of images built on the node. "localhost:5000" is a
+// registry on the node's loopback and is resolved like any other.
+const localImageHost = "localhost"
+
+var errLocalImage = errors.New(`"localhost/" names an image built on the node; no registry can tell its platforms (declare them with the archfilter.io/platforms annotation)`)
+
 func parseName(image string) *imageRef {
 	ref := &imageRef{image: image}
-	r, err := name.ParseReference(image, name.WeakValidation)
+	named, err := reference.ParseNormalizedNamed(image)
 	if err != nil {
-		ref.err = err
+		ref.err = fmt.Errorf("invalid reference %q: %w", image, err)
 		return ref
 	}
-	repo := r.Context()
-	ref.registry = repo.RegistryStr()
-	ref.repository = repo.RepositoryStr()
+	ref.registry = reference.Domain(named)
+	if ref.registry == "docker.io" {
+		// The host Docker Hub's API answers on; the cache and credentials key on it.
+		ref.registry = "index.docker.io"
+	}
+	ref.repository = reference.Path(named)
 	if err := checkPort(ref.registry); err != nil {
 		ref.err = fmt.Errorf("invalid reference %q: %w", image, err)
 		return ref
 	}
-	if err := checkPath(ref.repository); err != nil {
-		ref.err = fmt.Errorf("invalid reference %q: %w", image, err)
-		return ref
-	}
-	ref.repoName = repo.Name()
-	switch r := r.(type) {
-	case name.Digest:
-		ref.digest = r.DigestStr()
+	ref.repoName = ref.registry + "/" + ref.repository
+	switch r := named.(type) {
+	case reference.Digested:
+		ref.digest = r.Digest().String()
 		ref.canonical = ref.repoName + "@" + ref.digest
-	case name.Tag:
-		ref.tag = r.TagStr()
+	case reference.Tagged:
+		ref.tag = r.Tag()
 		ref.canonical = ref.repoName + ":" + ref.tag
 	default:
-		ref.err = fmt.Errorf("invalid reference %q: unexpected kind %T", image, r)
+		ref.tag = "latest"
+		ref.canonical = ref.repoName + ":" + ref.tag
 	}
 	return ref
-}
-
-// checkPath enforces the distribution grammar's path components: each non-empty and
-// starting and ending with a letter or digit.
-func checkPath(repository string) error {
-	for comp := range strings.SplitSeq(repository, "/") {
-		if comp == "" || !isAlnum(comp[0]) || !isAlnum(comp[len(comp)-1]) {
-			return fmt.Errorf("repository %q has an invalid path component %q", repository, comp)
-		}
-	}
-	return nil
 }
 
 // checkPort refuses ports that cannot exist, which name accepts.
@@ -117,10 +121,6 @@ func checkPort(registry string) error {
 		return fmt.Errorf("registry %q has an invalid port", registry)
 	}
 	return nil
-}
-
-func isAlnum(c byte) bool {
-	return 'a' <= c && c <= 'z' || '0' <= c && c <= '9'
 }
 
 // refCache remembers parsed references: Lookup runs in the scheduler's PreEnqueue for

@@ -7,6 +7,8 @@ import (
 )
 
 const (
+	digest512 = "sha512:" + "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef" +
+		"0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 	digestA = "sha256:0123456789012345678901234567890123456789012345678901234567890123"
 	digestB = "sha256:abcdefabcdefabcdefabcdefabcdefabcdefabcdefabcdefabcdefabcdefabcd"
 )
@@ -33,6 +35,17 @@ func TestParseReference(t *testing.T) {
 		// The digest wins over the tag, as for the container runtime.
 		{"nginx:1.25@" + digestA, parsed{"index.docker.io", "library/nginx", "", digestA, "index.docker.io/library/nginx@" + digestA}},
 		{"registry.example.com:5000/app:v1@" + digestB, parsed{"registry.example.com:5000", "app", "", digestB, "registry.example.com:5000/app@" + digestB}},
+		// distribution/reference (the kubelet's parser) accepts sha384 and sha512 digests.
+		{"nginx@" + digest512, parsed{"index.docker.io", "library/nginx", "", digest512, "index.docker.io/library/nginx@" + digest512}},
+		// A first component with an upper-case letter is a registry host, even without a dot
+		// (distribution/reference splitDockerDomain): not a Docker Hub namespace.
+		{"Foo/bar", parsed{"Foo", "bar", "latest", "", "Foo/bar:latest"}},
+		// One-character repository components are valid in the distribution grammar.
+		{"registry:5000/a", parsed{"registry:5000", "a", "latest", "", "registry:5000/a:latest"}},
+		{"a", parsed{"index.docker.io", "library/a", "latest", "", "index.docker.io/library/a:latest"}},
+		{"x/y:1", parsed{"index.docker.io", "x/y", "1", "", "index.docker.io/x/y:1"}},
+		// localhost with a port is a registry on the node's loopback, resolved as any other.
+		{"localhost:5000/team/app", parsed{"localhost:5000", "team/app", "latest", "", "localhost:5000/team/app:latest"}},
 	} {
 		t.Run(tc.image, func(t *testing.T) {
 			ref := parseReference(tc.image)
@@ -60,6 +73,13 @@ func TestParseReferenceInvalid(t *testing.T) {
 		"team/app-",
 		"registry:99999999/app",
 		"nginx@" + digestA + "@" + digestB,
+		// The kubelet refuses these too (distribution/reference): upper case in the path,
+		// a 64-hex-digit name (ambiguous with an image ID), a digest of the wrong length.
+		"foo/Bar",
+		"0123456789012345678901234567890123456789012345678901234567890123",
+		"nginx@sha512:" + digestA[7:],
+		"Foo",
+		"nginx:-tag",
 	} {
 		t.Run(image, func(t *testing.T) {
 			ref := parseReference(image)
@@ -68,6 +88,23 @@ func TestParseReferenceInvalid(t *testing.T) {
 			}
 			if ref.invalid == nil || ref.invalid.Reason != ReasonInvalidReference || ref.invalid.Image != image {
 				t.Errorf("invalid = %+v, want an InvalidReference error for %q", ref.invalid, image)
+			}
+		})
+	}
+}
+
+// TestParseReferenceLocalImage: the kubelet and containerd read "localhost/name" as an image
+// on the registry host "localhost" (distribution/reference: localhost is always a domain),
+// the name podman, buildah and CRI-O give local builds; it is never index.docker.io/localhost/name.
+func TestParseReferenceLocalImage(t *testing.T) {
+	for _, image := range []string{"localhost/app", "localhost/team/app:v1", "localhost/app@" + digestA} {
+		t.Run(image, func(t *testing.T) {
+			ref := parseReference(image)
+			if ref.registry != "localhost" {
+				t.Errorf("registry = %q, want localhost", ref.registry)
+			}
+			if ref.invalid == nil || ref.invalid.Reason != ReasonLocalImage || ref.invalid.Image != image {
+				t.Errorf("invalid = %+v, want a LocalImage error for %q", ref.invalid, image)
 			}
 		})
 	}

@@ -2,8 +2,10 @@ package resolver
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
+	"sync"
 	"testing"
 	"time"
 
@@ -220,30 +222,51 @@ func TestResolveFailures(t *testing.T) {
 	}
 }
 
+// TestInvalidReferenceMakesNoRequest: what the kubelet refuses to parse, and "localhost/"
+// images that only exist on a node, fail at once without a request to any host.
 func TestInvalidReferenceMakesNoRequest(t *testing.T) {
 	m := registrytest.NewMemory(t)
-	r := newTestResolver(t, Options{})
-	for _, image := range []string{
-		"",
-		"UPPER/case",
-		m.Host() + "/app:",
-		m.Host() + "/app@sha256:abc",
-		m.Host() + "/a//b:v1",
-		m.Host() + "/app/:v1",
-		"nginx:bad tag",
+	var sent []string
+	var mu sync.Mutex
+	r := newTestResolver(t, Options{Transport: roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		mu.Lock()
+		sent = append(sent, req.URL.String())
+		mu.Unlock()
+		return nil, errors.New("no request expected")
+	})})
+	for _, tc := range []struct {
+		image string
+		want  Reason
+	}{
+		{"", ReasonInvalidReference},
+		{"upper/Case", ReasonInvalidReference},
+		{m.Host() + "/app:", ReasonInvalidReference},
+		{m.Host() + "/app@sha256:abc", ReasonInvalidReference},
+		{m.Host() + "/a//b:v1", ReasonInvalidReference},
+		{m.Host() + "/app/:v1", ReasonInvalidReference},
+		{"nginx:bad tag", ReasonInvalidReference},
+		{"nginx@md5:0123456789abcdef0123456789abcdef", ReasonInvalidReference},
+		// Never index.docker.io/localhost/app: the runtime reads localhost as a host.
+		{"localhost/app", ReasonLocalImage},
+		{"localhost/team/app:v1", ReasonLocalImage},
 	} {
-		t.Run(image, func(t *testing.T) {
-			res := r.Resolve(testContext(t), Request{Image: image})
-			if ReasonOf(res.Err) != ReasonInvalidReference {
-				t.Errorf("Resolve(%q): %v, want InvalidReference", image, res.Err)
+		t.Run(tc.image, func(t *testing.T) {
+			res := r.Resolve(testContext(t), Request{Image: tc.image})
+			if ReasonOf(res.Err) != tc.want {
+				t.Errorf("Resolve(%q): %v, want %s", tc.image, res.Err, tc.want)
 			}
-			if got, found := r.Lookup(Request{Image: image}); !found || ReasonOf(got.Err) != ReasonInvalidReference {
-				t.Errorf("Lookup(%q) = %v, %v; want InvalidReference", image, got.Err, found)
+			if got, found := r.Lookup(Request{Image: tc.image}); !found || ReasonOf(got.Err) != tc.want {
+				t.Errorf("Lookup(%q) = %v, %v; want %s", tc.image, got.Err, found, tc.want)
 			}
 		})
 	}
 	if n := m.Requests.Len(); n != 0 {
 		t.Errorf("invalid references made %d requests: %v", n, m.Requests.All())
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(sent) != 0 {
+		t.Errorf("requests sent: %v", sent)
 	}
 }
 
@@ -371,3 +394,7 @@ func rawIndex(t *testing.T, f *registrytest.Fixtures, ref string, child registry
 	}
 	return f.Raw(ref, string(types.OCIImageIndex), body)
 }
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }

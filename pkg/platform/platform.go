@@ -158,11 +158,15 @@ func (p Platform) String() string {
 // Refusing would strand pods on clusters whose nodes are fine; the kubelet and the runtime
 // stay the final judge of the variant.
 //
-// Windows policy: a Windows image with an OSVersion and a node with a
-// node.kubernetes.io/windows-build label match only when their major.minor.build are equal
-// ("10.0.17763.1234" runs on "10.0.17763", not on "10.0.20348"), because process-isolated
-// Windows containers need the host's build. When either side lacks the version, they match:
-// without the information, blocking would be a guess.
+// Windows policy: a Windows image with an OSVersion runs on a node with a
+// node.kubernetes.io/windows-build label by Microsoft's version-compatibility rules, as
+// containerd's Windows matcher (github.com/containerd/platforms) applies them: major.minor
+// must be equal; a host older than Windows Server 2022 (build 20348) needs the image's exact
+// build ("10.0.17763.1234" runs on "10.0.17763" only); from 20348 on, a host runs images of
+// every build from 20348 up to its own (a Windows Server 2022 image runs on Windows Server
+// 23H2, Windows 11 and Windows Server 2025 nodes). The revision never matters. Versions that
+// do not parse must be equal. When either side lacks the version, they match: without the
+// information, blocking would be a guess.
 //
 // Matches does not allocate; it runs for every node in the Filter phase.
 func (p Platform) Matches(n NodePlatform) bool {
@@ -170,9 +174,79 @@ func (p Platform) Matches(n NodePlatform) bool {
 		return false
 	}
 	if p.OS == "windows" && p.OSVersion != "" && n.WindowsBuild != "" {
-		return windowsBuild(p.OSVersion) == windowsBuild(n.WindowsBuild)
+		return windowsHostRuns(n.WindowsBuild, p.OSVersion)
 	}
 	return true
+}
+
+// windowsLTSC2022 is the build of Windows Server 2022, from which Windows hosts run
+// containers of older builds (down to this one) as well as their own.
+const windowsLTSC2022 = 20348
+
+// windowsHostRuns reports whether a Windows host of version host runs a process-isolated
+// container of version ctr.
+func windowsHostRuns(host, ctr string) bool {
+	h, hok := parseWindowsVersion(host)
+	c, cok := parseWindowsVersion(ctr)
+	if !hok || !cok {
+		return windowsBuild(host) == windowsBuild(ctr)
+	}
+	if h.major != c.major || h.minor != c.minor {
+		return false
+	}
+	if h.build < windowsLTSC2022 {
+		return h.build == c.build
+	}
+	return windowsLTSC2022 <= c.build && c.build <= h.build
+}
+
+// windowsCoRunnable reports whether some Windows host runs containers of both a and b:
+// builds from 20348 on run together on a host of the higher build; older builds only with
+// themselves.
+func windowsCoRunnable(a, b string) bool {
+	x, xok := parseWindowsVersion(a)
+	y, yok := parseWindowsVersion(b)
+	if !xok || !yok {
+		return windowsBuild(a) == windowsBuild(b)
+	}
+	if x.major != y.major || x.minor != y.minor {
+		return false
+	}
+	if x.build >= windowsLTSC2022 && y.build >= windowsLTSC2022 {
+		return true
+	}
+	return x.build == y.build
+}
+
+type windowsVersion struct{ major, minor, build uint64 }
+
+// parseWindowsVersion reads major.minor.build[.revision] without allocating.
+func parseWindowsVersion(v string) (windowsVersion, bool) {
+	var parts [3]uint64
+	for i := range parts {
+		end := 0
+		for end < len(v) && v[end] != '.' {
+			end++
+		}
+		if end == 0 || end > 9 || !isDigits(v[:end]) {
+			return windowsVersion{}, false
+		}
+		for j := 0; j < end; j++ {
+			parts[i] = parts[i]*10 + uint64(v[j]-'0')
+		}
+		if i < 2 {
+			if end == len(v) {
+				return windowsVersion{}, false
+			}
+			v = v[end+1:]
+		} else {
+			v = v[end:]
+		}
+	}
+	if v != "" && (v[0] != '.' || !isDigits(v[1:])) {
+		return windowsVersion{}, false
+	}
+	return windowsVersion{parts[0], parts[1], parts[2]}, true
 }
 
 // windowsBuild cuts a Windows version to major.minor.build: images carry the revision

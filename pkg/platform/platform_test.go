@@ -506,6 +506,51 @@ func TestPlatformMatches(t *testing.T) {
 			node:     nodeLTSC2022,
 			want:     false,
 		},
+		// Microsoft's version-compatibility rules, as containerd's Windows matcher
+		// (checkWindowsHostAndContainerCompat) applies them: from Windows Server 2022 on, a
+		// host runs images of builds from 10.0.20348 up to its own.
+		{
+			name:     "windows 2022 image on Windows Server 23H2 node",
+			platform: Platform{OS: "windows", Architecture: "amd64", OSVersion: "10.0.20348.2113"},
+			node:     NodePlatform{OS: "windows", Architecture: "amd64", WindowsBuild: "10.0.25398"},
+			want:     true,
+		},
+		{
+			name:     "windows 2022 image on Windows 11 node",
+			platform: Platform{OS: "windows", Architecture: "amd64", OSVersion: "10.0.20348.2113"},
+			node:     NodePlatform{OS: "windows", Architecture: "amd64", WindowsBuild: "10.0.22621"},
+			want:     true,
+		},
+		{
+			name:     "windows 2022 image on 2025 node",
+			platform: Platform{OS: "windows", Architecture: "amd64", OSVersion: "10.0.20348.2113"},
+			node:     NodePlatform{OS: "windows", Architecture: "amd64", WindowsBuild: "10.0.26100"},
+			want:     true,
+		},
+		{
+			name:     "windows 2025 image on 2022 node (newer than the host)",
+			platform: Platform{OS: "windows", Architecture: "amd64", OSVersion: "10.0.26100.1742"},
+			node:     nodeLTSC2022,
+			want:     false,
+		},
+		{
+			name:     "windows 2019 image on 2025 node (below 20348: exact build)",
+			platform: Platform{OS: "windows", Architecture: "amd64", OSVersion: "10.0.17763.1234"},
+			node:     NodePlatform{OS: "windows", Architecture: "amd64", WindowsBuild: "10.0.26100"},
+			want:     false,
+		},
+		{
+			name:     "windows different major.minor",
+			platform: Platform{OS: "windows", Architecture: "amd64", OSVersion: "6.3.20348"},
+			node:     NodePlatform{OS: "windows", Architecture: "amd64", WindowsBuild: "10.0.26100"},
+			want:     false,
+		},
+		{
+			name:     "windows unparsable versions must be equal",
+			platform: Platform{OS: "windows", Architecture: "amd64", OSVersion: "10.0.x"},
+			node:     NodePlatform{OS: "windows", Architecture: "amd64", WindowsBuild: "10.0.x"},
+			want:     true,
+		},
 		{
 			name:     "windows build is not a prefix match",
 			platform: Platform{OS: "windows", Architecture: "amd64", OSVersion: "10.0.1776.1"},

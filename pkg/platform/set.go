@@ -104,8 +104,11 @@ func (s Set) Equal(o Set) bool {
 // code too); variants that do not compare as versions keep the greater string, a tie-break
 // that only affects reporting since variants never affect matching.
 //
-// Windows images of different major.minor.build never intersect, since no node runs both;
-// when only one side has an OSVersion the result keeps it. OSFeatures are united.
+// Windows images meet where one host runs both (see Platform.Matches): builds from Windows
+// Server 2022 (10.0.20348) on meet at the higher build, which then reads as the minimum build
+// a node needs (10.0.20348 ∩ 10.0.26100 is 10.0.26100, and runs on 26100 hosts and newer);
+// older builds meet only themselves. When only one side has an OSVersion the result keeps
+// it. OSFeatures are united.
 func (s Set) Intersect(o Set) Set {
 	if !s.constrained {
 		return o
@@ -129,7 +132,7 @@ func intersect(a, b Platform) (Platform, bool) {
 		return Platform{}, false
 	}
 	if a.OS == "windows" && a.OSVersion != "" && b.OSVersion != "" &&
-		windowsBuild(a.OSVersion) != windowsBuild(b.OSVersion) {
+		!windowsCoRunnable(a.OSVersion, b.OSVersion) {
 		return Platform{}, false
 	}
 	return Platform{

@@ -15,6 +15,7 @@ var (
 	windowsAMD64 = Platform{OS: "windows", Architecture: "amd64"}
 	ltsc2019     = Platform{OS: "windows", Architecture: "amd64", OSVersion: "10.0.17763.1234"}
 	ltsc2022     = Platform{OS: "windows", Architecture: "amd64", OSVersion: "10.0.20348.2113"}
+	ltsc2025     = Platform{OS: "windows", Architecture: "amd64", OSVersion: "10.0.26100.1742"}
 )
 
 // setContents makes cmp report a Set's platforms, os.version included, rather than the
@@ -354,6 +355,27 @@ func TestIntersect(t *testing.T) {
 			b:    NewSet(ltsc2019, ltsc2022),
 			want: NewSet(ltsc2019, ltsc2022),
 		},
+		// Microsoft's version-compatibility rules (containerd's Windows matcher): builds from
+		// 10.0.20348 on run on hosts of their build or newer, so a 2022 and a 2025 image run
+		// together on 2025 hosts; the intersection keeps the minimum host build.
+		{
+			name: "windows 2022 and 2025 images need a 2025 host",
+			a:    NewSet(ltsc2022),
+			b:    NewSet(ltsc2025),
+			want: NewSet(ltsc2025),
+		},
+		{
+			name: "windows 2019 image runs with no newer build",
+			a:    NewSet(ltsc2019),
+			b:    NewSet(ltsc2025),
+			want: NewSet(),
+		},
+		{
+			name: "windows builds of other major.minor never meet",
+			a:    NewSet(Platform{OS: "windows", Architecture: "amd64", OSVersion: "6.3.20348"}),
+			b:    NewSet(ltsc2025),
+			want: NewSet(),
+		},
 		{
 			name: "windows builds pick the common one",
 			a:    NewSet(ltsc2019, ltsc2022),
@@ -411,6 +433,10 @@ func TestIntersectAgreesWithMatchesNode(t *testing.T) {
 		NewSet(ltsc2019),
 		NewSet(ltsc2019, ltsc2022, linuxARM64),
 		NewSet(Platform{OS: "windows", Architecture: "amd64", OSVersion: "10.0.17763"}),
+		NewSet(ltsc2022),
+		NewSet(ltsc2025, linuxAMD64),
+		NewSet(Platform{OS: "windows", Architecture: "amd64", OSVersion: "10.0.22631.1"}),
+		NewSet(Platform{OS: "windows", Architecture: "amd64", OSVersion: "not-a-version"}),
 	}
 	nodes := []NodePlatform{
 		{OS: "linux", Architecture: "amd64"},
@@ -419,7 +445,10 @@ func TestIntersectAgreesWithMatchesNode(t *testing.T) {
 		{OS: "linux", Architecture: "s390x"},
 		{OS: "windows", Architecture: "amd64", WindowsBuild: "10.0.17763"},
 		{OS: "windows", Architecture: "amd64", WindowsBuild: "10.0.20348"},
+		{OS: "windows", Architecture: "amd64", WindowsBuild: "10.0.22631"},
+		{OS: "windows", Architecture: "amd64", WindowsBuild: "10.0.25398"},
 		{OS: "windows", Architecture: "amd64", WindowsBuild: "10.0.26100"},
+		{OS: "windows", Architecture: "amd64", WindowsBuild: "not-a-version"},
 	}
 	for _, a := range sets {
 		for _, b := range sets {
@@ -496,9 +525,15 @@ func TestSetMatchesNode(t *testing.T) {
 			want: true,
 		},
 		{
-			name: "windows no matching build",
+			name: "windows 2022 image on a 2025 node (build compatibility)",
 			set:  NewSet(ltsc2019, ltsc2022),
 			node: NodePlatform{OS: "windows", Architecture: "amd64", WindowsBuild: "10.0.26100"},
+			want: true,
+		},
+		{
+			name: "windows no matching build",
+			set:  NewSet(ltsc2019, ltsc2025),
+			node: NodePlatform{OS: "windows", Architecture: "amd64", WindowsBuild: "10.0.20348"},
 			want: false,
 		},
 		{
@@ -669,5 +704,20 @@ func BenchmarkSetMatchesNode(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		s.MatchesNode(node)
+	}
+}
+
+// TestMatchesNodeWindowsDoesNotAllocate: Filter's accept path runs MatchesNode for every
+// node, and the Windows build comparison parses versions on each call.
+func TestMatchesNodeWindowsDoesNotAllocate(t *testing.T) {
+	set := NewSet(ltsc2019, ltsc2022)
+	node := NodePlatform{OS: "windows", Architecture: "amd64", WindowsBuild: "10.0.26100"}
+	allocs := testing.AllocsPerRun(100, func() {
+		if !set.MatchesNode(node) {
+			t.Fatal("MatchesNode = false, want true")
+		}
+	})
+	if allocs != 0 {
+		t.Errorf("MatchesNode allocated %v times per call, want 0", allocs)
 	}
 }

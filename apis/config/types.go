@@ -29,6 +29,7 @@ type ArchFilterArgs struct {
 	PreferredPlatforms       []PlatformPreference
 	DaemonSetPolicy          DaemonSetPolicy
 	ArchTaintToleration      bool
+	Run32BitImagesOn         []string
 }
 
 // FailurePolicy says what happens to a pod whose image platforms cannot be resolved.

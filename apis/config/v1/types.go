@@ -64,6 +64,12 @@ type ArchFilterArgs struct {
 	// taint as tolerated by a pod whose images all support <arch>. It needs the
 	// ArchFilter-wrapped TaintToleration plugin in the profile. Default: false.
 	ArchTaintToleration *bool `json:"archTaintToleration,omitempty"`
+	// Run32BitImagesOn lists the 64-bit node architectures that also run their
+	// 32-bit counterpart's images, as containerd allows: "amd64" (linux/386
+	// images; the kernel needs IA-32 emulation) and "arm64" (arm/v5 to arm/v8
+	// images; the CPU needs AArch32, which several server CPUs lack). Set an
+	// architecture only when every node of it can. Default: none.
+	Run32BitImagesOn []string `json:"run32BitImagesOn,omitempty"`
 }
 
 // FailurePolicy is Ignore or Fail.

@@ -119,6 +119,7 @@ func autoConvert_v1_ArchFilterArgs_To_config_ArchFilterArgs(in *ArchFilterArgs, 
 	if err := metav1.Convert_Pointer_bool_To_bool(&in.ArchTaintToleration, &out.ArchTaintToleration, s); err != nil {
 		return err
 	}
+	out.Run32BitImagesOn = *(*[]string)(unsafe.Pointer(&in.Run32BitImagesOn))
 	return nil
 }
 
@@ -151,6 +152,7 @@ func autoConvert_config_ArchFilterArgs_To_v1_ArchFilterArgs(in *config.ArchFilte
 	if err := metav1.Convert_bool_To_Pointer_bool(&in.ArchTaintToleration, &out.ArchTaintToleration, s); err != nil {
 		return err
 	}
+	out.Run32BitImagesOn = *(*[]string)(unsafe.Pointer(&in.Run32BitImagesOn))
 	return nil
 }
 

@@ -103,6 +103,11 @@ func (in *ArchFilterArgs) DeepCopyInto(out *ArchFilterArgs) {
 		*out = new(bool)
 		**out = **in
 	}
+	if in.Run32BitImagesOn != nil {
+		in, out := &in.Run32BitImagesOn, &out.Run32BitImagesOn
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
 	return
 }
 

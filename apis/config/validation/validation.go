@@ -35,6 +35,7 @@ func ValidateArchFilterArgs(path *field.Path, args *config.ArchFilterArgs) error
 	errs = append(errs, validateEnum(path.Child("failurePolicy"), string(args.FailurePolicy),
 		string(config.FailurePolicyIgnore), string(config.FailurePolicyFail))...)
 	errs = append(errs, validatePlatforms(path.Child("fallbackPlatforms"), args.FallbackPlatforms)...)
+	errs = append(errs, validateRun32Bit(path.Child("run32BitImagesOn"), args.Run32BitImagesOn)...)
 	errs = append(errs, validatePositiveDuration(path.Child("maxWait"), args.MaxWait, MaxMaxWait)...)
 	errs = append(errs, validatePositiveDuration(path.Child("resolveTimeout"), args.ResolveTimeout, MaxMaxWait)...)
 	if args.Workers < 1 || args.Workers > MaxWorkers {
@@ -60,6 +61,21 @@ func ValidateArchFilterArgs(path *field.Path, args *config.ArchFilterArgs) error
 	errs = append(errs, validateEnum(path.Child("daemonSetPolicy"), string(args.DaemonSetPolicy),
 		string(config.DaemonSetPolicySkip), string(config.DaemonSetPolicyEnforce))...)
 	return errs.ToAggregate()
+}
+
+// validateRun32Bit accepts the host architectures platform.Compat knows, once each.
+func validateRun32Bit(p *field.Path, archs []string) field.ErrorList {
+	var errs field.ErrorList
+	seen := map[string]bool{}
+	for i, arch := range archs {
+		if seen[arch] {
+			errs = append(errs, field.Duplicate(p.Index(i), arch))
+			continue
+		}
+		seen[arch] = true
+		errs = append(errs, validateEnum(p.Index(i), arch, platform.AMD64Runs386, platform.ARM64RunsARM)...)
+	}
+	return errs
 }
 
 func validateEnum(p *field.Path, value string, allowed ...string) field.ErrorList {

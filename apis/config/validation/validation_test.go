@@ -68,6 +68,7 @@ func TestValidateArchFilterArgs(t *testing.T) {
 			mutate: func(a *config.ArchFilterArgs) {
 				a.FailurePolicy = config.FailurePolicyFail
 				a.FallbackPlatforms = []string{"linux/amd64", "linux/arm/v7", "linux/riscv64"}
+				a.Run32BitImagesOn = []string{"amd64", "arm64"}
 				a.Registries = []config.RegistryConfig{
 					{Host: "registry.example.com:5000", Mirrors: []string{"mirror.local:5000", "[::1]:5000"}},
 					{Host: "10.0.0.1", Insecure: true},
@@ -94,6 +95,14 @@ func TestValidateArchFilterArgs(t *testing.T) {
 			want: []fieldError{
 				{field.ErrorTypeInvalid, "args.fallbackPlatforms[0]"},
 				{field.ErrorTypeDuplicate, "args.fallbackPlatforms[2]"},
+			},
+		},
+		{
+			name:   "run32BitImagesOn: unknown architecture and a duplicate",
+			mutate: func(a *config.ArchFilterArgs) { a.Run32BitImagesOn = []string{"arm64", "riscv64", "arm64"} },
+			want: []fieldError{
+				{field.ErrorTypeNotSupported, "args.run32BitImagesOn[1]"},
+				{field.ErrorTypeDuplicate, "args.run32BitImagesOn[2]"},
 			},
 		},
 		{

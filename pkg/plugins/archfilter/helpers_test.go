@@ -53,6 +53,7 @@ const (
 	imgMulti      = "registry.example.com/team/multi:1"        // linux/amd64, linux/arm64
 	imgAMD64      = "registry.example.com/team/amd64-only:1"   // linux/amd64
 	imgARM64      = "registry.example.com/team/arm64-only:1"   // linux/arm64
+	imgARMv7      = "registry.example.com/team/armv7-only:1"   // linux/arm/v7
 	imgS390X      = "registry.example.com/team/s390x-only:1"   // linux/s390x
 	imgRISCV      = "registry.example.com/team/riscv64-only:1" // linux/riscv64
 	imgWindows    = "registry.example.com/team/win-ltsc2019:1" // windows/amd64 10.0.17763.1234
@@ -94,6 +95,7 @@ func standardResults(t testing.TB, now time.Time) map[string]resolver.Result {
 		imgMulti:      {Platforms: mustSet(t, "linux/amd64,linux/arm64"), Digest: "sha256:multi"},
 		imgAMD64:      {Platforms: mustSet(t, "linux/amd64"), Digest: "sha256:amd64"},
 		imgARM64:      {Platforms: mustSet(t, "linux/arm64"), Digest: "sha256:arm64"},
+		imgARMv7:      {Platforms: mustSet(t, "linux/arm/v7"), Digest: "sha256:armv7"},
 		imgS390X:      {Platforms: mustSet(t, "linux/s390x"), Digest: "sha256:s390x"},
 		imgRISCV:      {Platforms: mustSet(t, "linux/riscv64"), Digest: "sha256:riscv64"},
 		imgWindows:    {Platforms: windows("10.0.17763.1234"), Digest: "sha256:win2019"},

@@ -25,6 +25,10 @@ type settings struct {
 	preferences         []preference
 	daemonSetPolicy     config.DaemonSetPolicy
 	archTaintToleration bool
+	// compat is the run32BitImagesOn rule, applied to every image set (and the fallback)
+	// before it is intersected or matched, so that Filter, PreFilter's narrowing, Score and
+	// the hints all see it.
+	compat platform.Compat
 }
 
 // preference adds weight to the score of nodes of a platform.
@@ -41,13 +45,14 @@ func newSettings(args *config.ArchFilterArgs) (*settings, error) {
 		excludedNamespaces:  sets.New(args.ExcludedNamespaces...),
 		daemonSetPolicy:     args.DaemonSetPolicy,
 		archTaintToleration: args.ArchTaintToleration,
+		compat:              platform.NewCompat(args.Run32BitImagesOn...),
 	}
 	if len(args.FallbackPlatforms) > 0 {
 		set, err := platform.ParseList(strings.Join(args.FallbackPlatforms, ","))
 		if err != nil {
 			return nil, fmt.Errorf("fallbackPlatforms: %w", err)
 		}
-		s.fallback = set
+		s.fallback = s.compat.Expand(set)
 	}
 	if sel := args.NamespaceSelector; sel != nil && (len(sel.MatchLabels) > 0 || len(sel.MatchExpressions) > 0) {
 		selector, err := metav1.LabelSelectorAsSelector(sel)

@@ -30,7 +30,7 @@ func (pl *ArchFilter) evaluate(pod *v1.Pod) (verdict, error) {
 		if err != nil {
 			return verdict{}, fmt.Errorf("annotation %s: %w", annotations.Platforms, err)
 		}
-		return verdict{set: set, declared: true}, nil
+		return verdict{set: pl.settings.compat.Expand(set), declared: true}, nil
 	}
 	v := verdict{set: platform.Any()}
 	creds := pl.credentials.ForPod(pod)
@@ -42,7 +42,7 @@ func (pl *ArchFilter) evaluate(pod *v1.Pod) (verdict, error) {
 		case res.Err != nil:
 			v.failures = append(v.failures, res.Err)
 		default:
-			v.set = v.set.Intersect(res.Platforms)
+			v.set = v.set.Intersect(pl.settings.compat.Expand(res.Platforms))
 		}
 		return true
 	})

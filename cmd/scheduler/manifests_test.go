@@ -156,6 +156,7 @@ func TestAllArgsManifest(t *testing.T) {
 		},
 		DaemonSetPolicy:     afconfig.DaemonSetPolicyEnforce,
 		ArchTaintToleration: true,
+		Run32BitImagesOn:    []string{"arm64"},
 	}
 	got.TypeMeta = metav1.TypeMeta{}
 	if diff := cmp.Diff(want, got); diff != "" {

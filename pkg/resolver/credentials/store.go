@@ -209,8 +209,15 @@ func (s *Store) parse(sec *v1.Secret) parsedSecret {
 	p = parsedSecret{resourceVersion: sec.ResourceVersion}
 	p.ring, p.problem = parseSecret(sec)
 	s.mu.Lock()
-	s.parsed[sec.UID] = p
-	s.mu.Unlock()
+	defer s.mu.Unlock()
+	// Cache only a secret the informer still holds. The informer removes a
+	// deleted secret from its store before it calls forgetSecret, and
+	// forgetSecret waits for s.mu: checking the store under the lock means a
+	// deletion racing this parse either is seen here or forgets the entry
+	// after it is written, so no deleted secret stays cached.
+	if cur, err := s.secrets.Secrets(sec.Namespace).Get(sec.Name); err == nil && cur.UID == sec.UID {
+		s.parsed[sec.UID] = p
+	}
 	return p
 }
 

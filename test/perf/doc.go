@@ -3,4 +3,8 @@
 // real scheduler with and without ArchFilter against an in-process apiserver, with
 // in-memory registries on loopback. The code is in the package's tests; hack/bench
 // runs them (make bench, make bench-smoke) and writes docs/benchmarks.md.
+//
+// The harness is the main line's (go.mod): the templates use its template
+// functions (Mod; 1.34's harness called it mod), so the scheduler-plugins
+// flavour is not benchmarked here.
 package perf

@@ -24,7 +24,7 @@ const (
 	registryLatency = 20 * time.Millisecond
 	slowLatency     = 2 * time.Second
 	// coldImages and outageImages are the distinct images of pod-cold.yaml and
-	// pod-outage.yaml ({{mod .Index 1000}}); cachedImages those of pod-cached.yaml.
+	// pod-outage.yaml ({{Mod .Index 1000}}); cachedImages those of pod-cached.yaml.
 	coldImages   = 1000
 	outageImages = 1000
 	cachedImages = 100

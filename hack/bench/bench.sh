@@ -117,7 +117,7 @@ info "done in $(since "$t")"
 
 if $SMOKE; then
   $PERF_OK || die "bench-smoke: scheduler_perf workloads failed"
-  go run ./hack/bench/report -smoke -scale smoke -micro "$BENCH_OUT/micro.txt" -perf "$BENCH_OUT/perf.txt"
+  go run ./test/perf/report -smoke -scale smoke -micro "$BENCH_OUT/micro.txt" -perf "$BENCH_OUT/perf.txt"
   log "bench-smoke passed in $(since "$START") (outputs: $BENCH_OUT)"
   exit 0
 fi
@@ -143,7 +143,7 @@ units+=' OR outage-req/image OR scheduler_framework_extension_point_duration_ms/
   printf 'make bench took\t%s\n' "$(since "$START")"
 } >"$BENCH_OUT/machine.txt"
 
-go run ./hack/bench/report -scale "$BENCH_SCALE" -machine "$BENCH_OUT/machine.txt" \
+go run ./test/perf/report -scale "$BENCH_SCALE" -machine "$BENCH_OUT/machine.txt" \
   -micro "$BENCH_OUT/micro.txt" -perf "$BENCH_OUT/perf.txt" \
   -micro-benchstat "$BENCH_OUT/micro.benchstat" -perf-benchstat "$BENCH_OUT/perf.benchstat" \
   -out "$BENCH_DOC"

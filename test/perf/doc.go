@@ -2,7 +2,8 @@
 // k8s.io/kubernetes/test/integration/scheduler_perf: the workloads in config/ run the
 // real scheduler with and without ArchFilter against an in-process apiserver, with
 // in-memory registries on loopback. The code is in the package's tests; hack/bench
-// runs them (make bench, make bench-smoke) and writes docs/benchmarks.md.
+// runs them (make bench, make bench-smoke), and test/perf/report (package
+// benchreport) turns their output into docs/benchmarks.md and bench-smoke's verdict.
 //
 // The harness is the main line's (go.mod): the templates use its template
 // functions (Mod; 1.34's harness called it mod), so the scheduler-plugins

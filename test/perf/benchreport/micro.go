@@ -1,0 +1,78 @@
+package benchreport
+
+import "fmt"
+
+// micro describes one micro-benchmark row.
+type micro struct {
+	name, label string
+	zeroAllocs  bool // target: 0 allocs/op
+}
+
+// micros are the micro-benchmarks of pkg/plugins/archfilter and pkg/resolver the
+// summary shows, in its order.
+var micros = []micro{
+	{"BenchmarkFilter/accept", "ArchFilter Filter, node accepted", true},
+	{"BenchmarkFilter/reject", "ArchFilter Filter, node rejected", false},
+	{"BenchmarkNodeAffinityFilter/accept", "in-tree NodeAffinity Filter, accepted (reference)", false},
+	{"BenchmarkNodeAffinityFilter/reject", "in-tree NodeAffinity Filter, rejected (reference)", false},
+	{"BenchmarkFilterClusterScan/table", "ArchFilter Filter, each call another of 5 000 nodes (platform table)", false},
+	{"BenchmarkFilterClusterScan/labels", "ArchFilter Filter, each call another of 5 000 nodes, read from labels (fallback)", false},
+	{"BenchmarkFilterClusterScan/nodeaffinity", "in-tree NodeAffinity Filter, each call another of 5 000 nodes (reference)", false},
+	{"BenchmarkPreFilterWarm/minority", "PreFilter, warm, minority platform (PreFilterResult)", false},
+	{"BenchmarkPreFilterWarm/majority", "PreFilter, warm, majority platforms", false},
+	{"BenchmarkPreFilterWarm/everywhere", "PreFilter, warm, runs on every platform", false},
+	{"BenchmarkPreEnqueueWarm", "PreEnqueue, warm (3 images)", false},
+	{"BenchmarkScore/preferred", "Score, preferred platform", false},
+	{"BenchmarkScore/other", "Score, no preference matches", false},
+	{"BenchmarkScore/normalize", "NormalizeScore, 6 nodes", false},
+	{"BenchmarkLookupWarm", "resolver Lookup, warm, anonymous", true},
+	{"BenchmarkLookupWarmWithCredentials", "resolver Lookup, warm, with credentials", true},
+}
+
+func microRows(r *Results) []Row {
+	const section = "Micro-benchmarks (per call, median)"
+	var rows []Row
+	for _, m := range micros {
+		t, ok := r.median(m.name, "ns/op")
+		if !ok {
+			rows = append(rows, Row{Section: section, Measurement: m.label, Result: "no result (" + m.name + ")", Status: NoData})
+			continue
+		}
+		a, _ := r.median(m.name, "allocs/op")
+		by, _ := r.median(m.name, "B/op")
+		rw := Row{Section: section, Measurement: m.label,
+			Result: fmt.Sprintf("%s/op, %s allocs/op, %s B/op", ns(t), f0(a), f0(by)), Status: NoCheck}
+		if m.zeroAllocs {
+			rw.Target = "0 allocs/op"
+			rw.Status = Met
+			if a > 0 {
+				rw.Status = Missed
+				rw.Note = m.name + " allocates: the hot path is supposed to read memory only."
+			}
+		}
+		rows = append(rows, rw)
+	}
+	for _, kind := range []string{"tag", "digest"} {
+		n := "BenchmarkCacheMemory/" + kind
+		img, ok := r.median(n, "B/image")
+		if !ok {
+			rows = append(rows, Row{Section: section, Measurement: "cache memory (" + kind + ")", Result: "no result", Status: NoData})
+			continue
+		}
+		entry, _ := r.median(n, "B/entry")
+		rows = append(rows, Row{Section: section, Measurement: "resolver cache memory, image by " + kind,
+			Result: fmt.Sprintf("%s B per image, %s B per cache entry (%s MiB for cache.maxEntries 100 000)",
+				f0(img), f0(entry), f1(entry*100000/(1<<20))), Status: NoCheck})
+	}
+	for _, c := range []struct{ label, archFilter, nodeAffinity string }{
+		{"Filter accept: NodeAffinity / ArchFilter", "BenchmarkFilter/accept", "BenchmarkNodeAffinityFilter/accept"},
+		{"Filter on 5 000 nodes: NodeAffinity / ArchFilter", "BenchmarkFilterClusterScan/table", "BenchmarkFilterClusterScan/nodeaffinity"},
+	} {
+		fa, ok1 := r.median(c.archFilter, "ns/op")
+		na, ok2 := r.median(c.nodeAffinity, "ns/op")
+		if ok1 && ok2 && fa > 0 {
+			rows = append(rows, Row{Section: section, Measurement: c.label, Result: f2(na/fa) + "×", Status: NoCheck})
+		}
+	}
+	return rows
+}

@@ -1,0 +1,232 @@
+package benchreport
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Status is a summary row's verdict on its target.
+type Status string
+
+const (
+	Met     Status = "met"
+	Missed  Status = "**missed**"
+	NoData  Status = "**no data**"
+	NoCheck Status = "—" // the row has no target
+)
+
+// Row is one line of the summary table.
+type Row struct {
+	Section, Measurement, Result, Target string
+	Status                               Status
+	// Note explains a missed target with what the run itself shows.
+	Note string
+}
+
+func atLeast(v, target float64) Status {
+	if v >= target {
+		return Met
+	}
+	return Missed
+}
+
+// Summary builds the summary table's rows from the results of one scale's workload:
+// each measurement, and for those with a target, whether this run met it.
+func Summary(r *Results, workload string) []Row {
+	var rows []Row
+	rows = append(rows, throughputRows(r, workload)...)
+	rows = append(rows, coldCacheRows(r, workload)...)
+	rows = append(rows, outageRows(r, workload)...)
+	rows = append(rows, microRows(r)...)
+	return rows
+}
+
+// side is one side of a throughput comparison.
+type side struct {
+	testCase, label string
+}
+
+// compare adds the rows of one same-run throughput comparison: each side's median
+// SchedulingThroughput (with its bind rate), and the ratio of the medians.
+func compare(r *Results, workload, section string, base, subject side, target float64, ratioLabel string) []Row {
+	b, s := perfName(base.testCase, workload), perfName(subject.testCase, workload)
+	var rows []Row
+	for _, p := range []side{base, subject} {
+		name := perfName(p.testCase, workload)
+		tp, ok := r.median(name, throughput)
+		if !ok {
+			rows = append(rows, Row{Section: section, Measurement: p.label, Result: "no result", Status: NoData})
+			continue
+		}
+		br, _ := r.median(name, bindRate)
+		rows = append(rows, Row{Section: section, Measurement: p.label,
+			Result: fmt.Sprintf("%s pods/s (bind rate %s pods/s; %d runs)", f0(tp), f0(br), r.runs(name, throughput)), Status: NoCheck})
+	}
+	tb, okb := r.median(b, throughput)
+	ts, oks := r.median(s, throughput)
+	ratioRow := Row{Section: section, Measurement: ratioLabel, Target: fmt.Sprintf("≥ %.2f", target)}
+	if !okb || !oks || tb == 0 {
+		ratioRow.Result, ratioRow.Status = "no result", NoData
+		return append(rows, ratioRow)
+	}
+	ratio := ts / tb
+	bb, _ := r.median(b, bindRate)
+	bs, _ := r.median(s, bindRate)
+	ratioRow.Result = fmt.Sprintf("%s (bind rates: %s)", f2(ratio), f2(bs/bb))
+	ratioRow.Status = atLeast(ratio, target)
+	if ratioRow.Status == Missed {
+		ratioRow.Note = throughputNote(r, b, s, ratio, target)
+	}
+	return append(rows, ratioRow)
+}
+
+// throughputNote says what the run shows about a missed throughput ratio: the spread of
+// the runs, and whether pod creation rather than the scheduler set the pace.
+func throughputNote(r *Results, base, subject string, ratio, target float64) string {
+	parts := spreads(r, []string{base, subject}, throughput, "pods/s", f0)
+	for _, n := range []string{base, subject} {
+		cr, ok1 := r.median(n, createRate)
+		br, ok2 := r.median(n, bindRate)
+		if ok1 && ok2 && cr > 0 && br >= 0.8*cr {
+			parts = append(parts, fmt.Sprintf("in `%s` pods were bound at %s pods/s while they were created at %s pods/s: "+
+				"the scheduler kept up with creation, so the comparison is capped by the pod creator sharing the two cores",
+				strings.TrimPrefix(n, perfPrefix), f0(br), f0(cr)))
+		}
+	}
+	return fmt.Sprintf("ratio %s against a target of %s. %s.", f2(ratio), f2(target), strings.Join(parts, "; "))
+}
+
+// spreads describes how unit varied over the runs of each named benchmark.
+func spreads(r *Results, names []string, unit, unitLabel string, format func(float64) string) []string {
+	var parts []string
+	for _, n := range names {
+		vs := r.values(n, unit)
+		if lo, hi, pct, ok := spread(vs); ok {
+			parts = append(parts, fmt.Sprintf("`%s` ranged %s–%s %s over %d runs (±%.0f %% around its median)",
+				strings.TrimPrefix(n, perfPrefix), format(lo), format(hi), unitLabel, len(vs), pct))
+		}
+	}
+	return parts
+}
+
+func throughputRows(r *Results, workload string) []Row {
+	const mixed = "Throughput: mixed nodes, multi-arch pods"
+	rows := compare(r, workload, mixed,
+		side{"MixedArch_Default", "default profile"},
+		side{"MixedArch_ArchFilter", "default + ArchFilter (warm cache)"},
+		0.98, "ratio ArchFilter / default")
+	base, okBase := r.median(perfName("MixedArch_Default", workload), throughput)
+	last := perfName("MixedArch_ArchFilterLast", workload)
+	if tl, ok := r.median(last, throughput); ok && okBase && base > 0 {
+		fp, _ := r.median(last, filterPhase)
+		fd, _ := r.median(perfName("MixedArch_Default", workload), filterPhase)
+		fa, _ := r.median(perfName("MixedArch_ArchFilter", workload), filterPhase)
+		rows = append(rows, Row{Section: mixed,
+			Measurement: "for comparison: ArchFilter under multiPoint only (last among the Filter plugins), ratio to default",
+			Result: fmt.Sprintf("%s (%s pods/s; Filter phase per cycle: default %s ms, ArchFilter first %s ms, last %s ms)",
+				f2(tl/base), f0(tl), f2(fd), f2(fa), f2(fp)), Status: NoCheck})
+	}
+	const s390x = "Throughput: s390x-only pods"
+	rows = append(rows, compare(r, workload, s390x,
+		side{"S390xOnly_NodeAffinity", "in-tree required nodeAffinity, no ArchFilter"},
+		side{"S390xOnly_ArchFilter", "ArchFilter (PreFilterResult node index)"},
+		1.5, "speed-up ArchFilter / nodeAffinity")...)
+	na, ok1 := r.median(perfName("S390xOnly_NodeAffinity", workload), filterPhase)
+	af, ok2 := r.median(perfName("S390xOnly_ArchFilter", workload), filterPhase)
+	if ok1 && ok2 && af > 0 {
+		rows = append(rows, Row{Section: s390x, Measurement: "Filter phase per scheduling cycle (mean)",
+			Result: fmt.Sprintf("nodeAffinity %s ms, ArchFilter %s ms: %s× shorter", f2(na), f2(af), f1(na/af)), Status: NoCheck})
+	}
+	return rows
+}
+
+func coldCacheRows(r *Results, workload string) []Row {
+	const section = "Cold cache: 1 000 distinct images, registry +20 ms"
+	n := perfName("ColdCache_ArchFilter", workload)
+	if !r.has(n) {
+		return []Row{{Section: section, Measurement: "ColdCache_ArchFilter", Result: "no result", Status: NoData}}
+	}
+	var rows []Row
+	if v, ok := r.median(n, allBound); ok {
+		rows = append(rows, Row{Section: section, Measurement: "time until all pods bound (first created → last bound)",
+			Result: fmt.Sprintf("%s s (%d runs)", f2(v), r.runs(n, allBound)), Status: NoCheck})
+	}
+	if v, ok := r.median(n, coldReqs); ok {
+		m, _ := r.median(n, coldManReqs)
+		rows = append(rows, Row{Section: section, Measurement: "registry requests per image",
+			Result: fmt.Sprintf("%s (%s manifest GET/HEAD + %s other: the /v2/ ping of each repository's session)", f2(v), f2(m), f2(v-m)), Status: NoCheck})
+	}
+	rows = append(rows, heldCyclesRow(r, section, n))
+	return rows
+}
+
+// heldCyclesRow is the "held pods consume no scheduling cycles" check over names.
+func heldCyclesRow(r *Results, section string, names ...string) Row {
+	total, h, runs := 0.0, 0.0, 0
+	for _, n := range names {
+		if v, ok := r.sum(n, extra); ok {
+			total += v
+			runs += r.runs(n, extra)
+		}
+		if v, ok := r.sum(n, held); ok {
+			h += v
+		}
+	}
+	rw := Row{Section: section, Measurement: "scheduling cycles spent on held pods (attempts beyond one per pod)", Target: "0"}
+	switch {
+	case runs == 0:
+		rw.Result, rw.Status = "no result", NoData
+	case h == 0:
+		rw.Result, rw.Status = "no pod was held: the check proves nothing", Missed
+	default:
+		rw.Result = fmt.Sprintf("%s over %d runs (%s pods held at PreEnqueue)", f0(total), runs, f0(h))
+		if total == 0 {
+			rw.Status = Met
+		} else {
+			rw.Status = Missed
+			rw.Note = "scheduler_schedule_attempts_total counted more attempts than pods: some pods were attempted before they could be placed."
+		}
+	}
+	return rw
+}
+
+func outageRows(r *Results, workload string) []Row {
+	const section = "Registry outage, half the pods cached"
+	healthy := perfName("RegistryOutage_ArchFilter", "Healthy_"+workload)
+	baseTime, ok1 := r.median(healthy, allBound)
+	baseRate, ok2 := r.median(healthy, throughput)
+	if !ok1 || !ok2 || baseTime <= 0 {
+		return []Row{{Section: section, Measurement: "RegistryOutage_ArchFilter", Result: "no result", Status: NoData}}
+	}
+	rows := []Row{{Section: section, Measurement: "cached half, registry healthy (20 ms)",
+		Result: fmt.Sprintf("all bound %s s after the first was created; while being bound: %s pods/s (%d runs)",
+			f2(baseTime), f0(baseRate), r.runs(healthy, allBound)), Status: NoCheck}}
+	names := []string{healthy}
+	for _, c := range []struct{ prefix, label string }{
+		{"Down_", "cached half, registry down (503): throughput ratio to healthy"},
+		{"Slow2s_", "cached half, registry slow (2 s per request): throughput ratio to healthy"},
+	} {
+		n := perfName("RegistryOutage_ArchFilter", c.prefix+workload)
+		names = append(names, n)
+		t, ok := r.median(n, allBound)
+		if !ok || t <= 0 {
+			rows = append(rows, Row{Section: section, Measurement: c.label, Result: "no result", Target: "≥ 0.95", Status: NoData})
+			continue
+		}
+		rate, _ := r.median(n, throughput)
+		fo, _ := r.median(n, failOpen)
+		to, _ := r.median(n, timeouts)
+		ratio := baseTime / t
+		rw := Row{Section: section, Measurement: c.label, Target: "≥ 0.95",
+			Result: fmt.Sprintf("%s (all bound in %s s; while being bound: %s pods/s, %s of healthy; the other half: %s failed open, %s released by maxWait)",
+				f2(ratio), f2(t), f0(rate), f2(rate/baseRate), f0(fo), f0(to)),
+			Status: atLeast(ratio, 0.95)}
+		if rw.Status == Missed {
+			rw.Note = fmt.Sprintf("ratio %s against a target of 0.95: the cached half took %s s to be bound, against %s s with a healthy registry.",
+				f2(ratio), f2(t), f2(baseTime)) + " " + strings.Join(spreads(r, []string{healthy, n}, allBound, "s", f2), "; ") + "."
+		}
+		rows = append(rows, rw)
+	}
+	rows = append(rows, heldCyclesRow(r, section, names...))
+	return rows
+}

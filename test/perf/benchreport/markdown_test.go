@@ -1,0 +1,97 @@
+package benchreport
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/small/benchmarks.md from the current code")
+
+func TestTable(t *testing.T) {
+	tests := []struct {
+		name string
+		rows []Row
+		want string
+	}{
+		{
+			name: "no rows",
+			want: "| measurement | result | target | status |\n|---|---|---|---|\n",
+		},
+		{
+			name: "a heading per section, a dash for no target, pipes escaped",
+			rows: []Row{
+				{Section: "A", Measurement: "one", Result: "1 pods/s", Target: "≥ 0.98", Status: Met},
+				{Section: "A", Measurement: "two", Result: "no result", Status: NoData},
+				{Section: "B | C", Measurement: "x|y", Result: "a | b", Status: NoCheck, Note: "notes are not in the table"},
+			},
+			want: "| measurement | result | target | status |\n|---|---|---|---|\n" +
+				"| **A** | | | |\n" +
+				"| one | 1 pods/s | ≥ 0.98 | met |\n" +
+				"| two | no result | — | **no data** |\n" +
+				"| **B \\| C** | | | |\n" +
+				"| x\\|y | a \\| b | — | — |\n",
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, Table(tc.rows)); diff != "" {
+				t.Errorf("Table (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestMachineFacts(t *testing.T) {
+	got := machineFacts("date\t2026-11-24 19:00 UTC\nno tab here\ncores (nproc)\t2\n\nkernel\tLinux 6.1\textra\n")
+	want := [][2]string{{"date", "2026-11-24 19:00 UTC"}, {"cores (nproc)", "2"}, {"kernel", "Linux 6.1\textra"}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("machineFacts (-want,+got):\n%s", diff)
+	}
+}
+
+// TestDocumentGolden renders docs/benchmarks.md from testdata/small, go test -bench
+// output made from a bench-smoke run (workload names of the small scale, values
+// varied over three rounds, registry-outage workloads and failures added), and
+// compares it with testdata/small/benchmarks.md: what hack/bench/report wrote from
+// the same files before the report moved here, but for the generated-by comment's
+// path. Run with -update after a deliberate change of the document, and read the diff.
+func TestDocumentGolden(t *testing.T) {
+	r := parseFiles(t, "small/micro.txt", "small/perf.txt")
+	machine, err := os.ReadFile(filepath.Join("testdata", "small", "machine.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, err := LookupScale("small")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := Summary(r, sc.Workload)
+	got := Document(Run{
+		Scale:          sc,
+		Machine:        strings.TrimRight(string(machine), "\n"),
+		MicroBenchstat: "goos: linux\nsec/op stuff",
+		PerfBenchstat:  "perf stat",
+	}, r, rows)
+	golden := filepath.Join("testdata", "small", "benchmarks.md")
+	if *update {
+		if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(string(want), got); diff != "" {
+		t.Errorf("Document (-want,+got):\n%s", diff)
+	}
+	// The summary also goes to stdout on its own: the document carries it unchanged.
+	if !strings.Contains(got, "\n## Summary\n") || !strings.Contains(got, Table(rows)) {
+		t.Error("the document does not carry the summary table")
+	}
+}

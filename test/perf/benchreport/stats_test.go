@@ -1,0 +1,75 @@
+package benchreport
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestMedian(t *testing.T) {
+	tests := []struct {
+		name   string
+		vs     []float64
+		want   float64
+		wantOK bool
+	}{
+		{name: "none", vs: nil, want: 0, wantOK: false},
+		{name: "one", vs: []float64{7}, want: 7, wantOK: true},
+		{name: "odd count, unsorted", vs: []float64{0.96, 0.80, 0.96}, want: 0.96, wantOK: true},
+		{name: "even count: mean of the middle two", vs: []float64{4, 1, 3, 2}, want: 2.5, wantOK: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, ok := median(tc.vs)
+			if diff := cmp.Diff([2]any{tc.want, tc.wantOK}, [2]any{got, ok}); diff != "" {
+				t.Errorf("median(%v) (-want,+got):\n%s", tc.vs, diff)
+			}
+		})
+	}
+}
+
+func TestSum(t *testing.T) {
+	tests := []struct {
+		name   string
+		vs     []float64
+		want   float64
+		wantOK bool
+	}{
+		{name: "none", vs: nil, want: 0, wantOK: false},
+		{name: "zeros are values", vs: []float64{0, 0}, want: 0, wantOK: true},
+		{name: "several", vs: []float64{1, 2, 3.5}, want: 6.5, wantOK: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, ok := sum(tc.vs)
+			if diff := cmp.Diff([2]any{tc.want, tc.wantOK}, [2]any{got, ok}); diff != "" {
+				t.Errorf("sum(%v) (-want,+got):\n%s", tc.vs, diff)
+			}
+		})
+	}
+}
+
+func TestSpread(t *testing.T) {
+	type result struct {
+		Lo, Hi, Pct float64
+		OK          bool
+	}
+	tests := []struct {
+		name string
+		vs   []float64
+		want result
+	}{
+		{name: "none", vs: nil, want: result{}},
+		{name: "one run has no spread", vs: []float64{5}, want: result{}},
+		{name: "three runs", vs: []float64{110, 90, 100}, want: result{Lo: 90, Hi: 110, Pct: 10, OK: true}},
+		{name: "even count: relative to the upper middle value", vs: []float64{1, 4, 2, 3}, want: result{Lo: 1, Hi: 4, Pct: 50, OK: true}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			lo, hi, pct, ok := spread(tc.vs)
+			if diff := cmp.Diff(tc.want, result{lo, hi, pct, ok}); diff != "" {
+				t.Errorf("spread(%v) (-want,+got):\n%s", tc.vs, diff)
+			}
+		})
+	}
+}

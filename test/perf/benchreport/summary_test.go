@@ -1,0 +1,228 @@
+package benchreport
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+const smallWorkload = "500Nodes_2000Pods"
+
+// verdict is a summary row that judges something: a target met or missed, or no data.
+type verdict struct {
+	Measurement string
+	Status      Status
+}
+
+func TestSummaryVerdicts(t *testing.T) {
+	p := func(testCase string) string { return perfName(testCase, smallWorkload) }
+	outage := func(prefix string) string { return perfName("RegistryOutage_ArchFilter", prefix+smallWorkload) }
+	tput := func(testCase string, v, bind, created float64) string {
+		return result(p(testCase), v, throughput, bind, bindRate, created, createRate)
+	}
+	zeroAllocs := func(name string, allocs int) string {
+		return result(name, 100, "ns/op", 8*allocs, "B/op", allocs, "allocs/op")
+	}
+	const (
+		mixed  = "Throughput: mixed nodes, multi-arch pods"
+		s390x  = "Throughput: s390x-only pods"
+		cold   = "Cold cache: 1 000 distinct images, registry +20 ms"
+		out    = "Registry outage, half the pods cached"
+		micros = "Micro-benchmarks (per call, median)"
+
+		mixedRatio = "ratio ArchFilter / default"
+		speedUp    = "speed-up ArchFilter / nodeAffinity"
+		heldCycles = "scheduling cycles spent on held pods (attempts beyond one per pod)"
+		down       = "cached half, registry down (503): throughput ratio to healthy"
+		slow       = "cached half, registry slow (2 s per request): throughput ratio to healthy"
+	)
+	zeroAllocTargets := map[string]bool{
+		"ArchFilter Filter, node accepted":        true,
+		"resolver Lookup, warm, anonymous":        true,
+		"resolver Lookup, warm, with credentials": true,
+	}
+	tests := []struct {
+		name    string
+		lines   []string
+		section string
+		want    []verdict
+		// wantNotes are parts of the notes the section's missed rows carry.
+		wantNotes []string
+	}{
+		{
+			name:    "multi-arch throughput at the default's: met",
+			lines:   []string{tput("MixedArch_Default", 400, 420, 900), tput("MixedArch_ArchFilter", 396, 410, 900)},
+			section: mixed,
+			want:    []verdict{{mixedRatio, Met}},
+		},
+		{
+			name: "multi-arch throughput below 0.98 of the default's: missed, with the spread",
+			lines: []string{tput("MixedArch_Default", 390, 420, 900), tput("MixedArch_Default", 410, 420, 900),
+				tput("MixedArch_ArchFilter", 320, 330, 900)},
+			section: mixed,
+			want:    []verdict{{mixedRatio, Missed}},
+			wantNotes: []string{
+				"ratio 0.80 against a target of 0.98. ",
+				"`MixedArch_Default/500Nodes_2000Pods` ranged 390–410 pods/s over 2 runs (±2 % around its median)",
+			},
+		},
+		{
+			name:      "missed while pods were bound as fast as they were created: the note says so",
+			lines:     []string{tput("MixedArch_Default", 400, 420, 900), tput("MixedArch_ArchFilter", 300, 300, 310)},
+			section:   mixed,
+			want:      []verdict{{mixedRatio, Missed}},
+			wantNotes: []string{"in `MixedArch_ArchFilter/500Nodes_2000Pods` pods were bound at 300 pods/s while they were created at 310 pods/s"},
+		},
+		{
+			name:    "ArchFilter's workload has no result: no data",
+			lines:   []string{tput("MixedArch_Default", 400, 420, 900)},
+			section: mixed,
+			want:    []verdict{{"default + ArchFilter (warm cache)", NoData}, {mixedRatio, NoData}},
+		},
+		{
+			name:    "the default's throughput is zero: no data rather than a division by zero",
+			lines:   []string{tput("MixedArch_Default", 0, 0, 900), tput("MixedArch_ArchFilter", 300, 300, 900)},
+			section: mixed,
+			want:    []verdict{{mixedRatio, NoData}},
+		},
+		{
+			name:    "s390x-only pods 1.5× faster than with nodeAffinity: met",
+			lines:   []string{tput("S390xOnly_NodeAffinity", 200, 200, 900), tput("S390xOnly_ArchFilter", 320, 320, 900)},
+			section: s390x,
+			want:    []verdict{{speedUp, Met}},
+		},
+		{
+			name:      "s390x-only pods only 1.2× faster: missed",
+			lines:     []string{tput("S390xOnly_NodeAffinity", 200, 200, 900), tput("S390xOnly_ArchFilter", 240, 240, 900)},
+			section:   s390x,
+			want:      []verdict{{speedUp, Missed}},
+			wantNotes: []string{"ratio 1.20 against a target of 1.50."},
+		},
+		{
+			name:    "cold cache: pods held, no attempt beyond one per pod: met",
+			lines:   []string{result(p("ColdCache_ArchFilter"), 12.5, allBound, 0, extra, 1000, held)},
+			section: cold,
+			want:    []verdict{{heldCycles, Met}},
+		},
+		{
+			name:      "cold cache: held pods attempted: missed",
+			lines:     []string{result(p("ColdCache_ArchFilter"), 12.5, allBound, 0, extra, 1000, held), result(p("ColdCache_ArchFilter"), 12.5, allBound, 4, extra, 1000, held)},
+			section:   cold,
+			want:      []verdict{{heldCycles, Missed}},
+			wantNotes: []string{"counted more attempts than pods"},
+		},
+		{
+			name:    "cold cache: no pod held, so no attempt proves nothing: missed",
+			lines:   []string{result(p("ColdCache_ArchFilter"), 12.5, allBound, 0, extra, 0, held)},
+			section: cold,
+			want:    []verdict{{heldCycles, Missed}},
+		},
+		{
+			name:    "cold cache without the observer's counts: no data",
+			lines:   []string{result(p("ColdCache_ArchFilter"), 12.5, allBound)},
+			section: cold,
+			want:    []verdict{{heldCycles, NoData}},
+		},
+		{
+			name:    "cold cache workload missing: no data",
+			lines:   []string{tput("MixedArch_Default", 400, 420, 900)},
+			section: cold,
+			want:    []verdict{{"ColdCache_ArchFilter", NoData}},
+		},
+		{
+			name: "outage: the cached half bound as fast as with a healthy registry: met",
+			lines: []string{
+				result(outage("Healthy_"), 10, allBound, 150, throughput, 0, extra, 500, held),
+				result(outage("Down_"), 9.8, allBound, 200, throughput, 0, extra, 500, held, 1000, failOpen),
+				result(outage("Slow2s_"), 10.5, allBound, 190, throughput, 0, extra, 1000, held, 900, timeouts),
+			},
+			section: out,
+			want:    []verdict{{down, Met}, {slow, Met}, {heldCycles, Met}},
+		},
+		{
+			name: "outage: the cached half slowed down by the other's registry: missed",
+			lines: []string{
+				result(outage("Healthy_"), 10, allBound, 150, throughput, 0, extra, 500, held),
+				result(outage("Down_"), 20, allBound, 100, throughput, 0, extra, 500, held),
+				result(outage("Slow2s_"), 10, allBound, 190, throughput, 3, extra, 1000, held),
+			},
+			section:   out,
+			want:      []verdict{{down, Missed}, {slow, Met}, {heldCycles, Missed}},
+			wantNotes: []string{"ratio 0.50 against a target of 0.95: the cached half took 20.00 s to be bound, against 10.00 s", "counted more attempts than pods"},
+		},
+		{
+			name: "outage: a run missing: no data for it",
+			lines: []string{
+				result(outage("Healthy_"), 10, allBound, 150, throughput, 0, extra, 500, held),
+				result(outage("Down_"), 10, allBound, 150, throughput, 0, extra, 500, held),
+			},
+			section: out,
+			want:    []verdict{{down, Met}, {slow, NoData}, {heldCycles, Met}},
+		},
+		{
+			name:    "outage: no healthy run to compare with: no data",
+			lines:   []string{result(outage("Down_"), 10, allBound, 150, throughput)},
+			section: out,
+			want:    []verdict{{"RegistryOutage_ArchFilter", NoData}},
+		},
+		{
+			name: "micro-benchmarks: the hot paths allocate nothing: met",
+			lines: []string{zeroAllocs("BenchmarkFilter/accept", 0), zeroAllocs("BenchmarkFilter/reject", 2),
+				zeroAllocs("BenchmarkLookupWarm", 0), zeroAllocs("BenchmarkLookupWarmWithCredentials", 0)},
+			section: micros,
+			want: []verdict{
+				{"ArchFilter Filter, node accepted", Met},
+				{"resolver Lookup, warm, anonymous", Met},
+				{"resolver Lookup, warm, with credentials", Met},
+			},
+		},
+		{
+			name: "micro-benchmarks: Filter allocates, a Lookup benchmark is missing",
+			lines: []string{zeroAllocs("BenchmarkFilter/accept", 1), zeroAllocs("BenchmarkFilter/reject", 2),
+				zeroAllocs("BenchmarkLookupWarm", 0)},
+			section: micros,
+			want: []verdict{
+				{"ArchFilter Filter, node accepted", Missed},
+				{"resolver Lookup, warm, anonymous", Met},
+				{"resolver Lookup, warm, with credentials", NoData},
+			},
+			wantNotes: []string{"BenchmarkFilter/accept allocates: the hot path is supposed to read memory only."},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []verdict
+			var notes []string
+			for _, row := range Summary(parse(t, tc.lines...), smallWorkload) {
+				if row.Section != tc.section {
+					continue
+				}
+				// The lines leave out most micro-benchmarks on purpose: judge the
+				// ones with a target only.
+				if row.Status == NoCheck || (tc.section == micros && !zeroAllocTargets[row.Measurement]) {
+					continue
+				}
+				got = append(got, verdict{row.Measurement, row.Status})
+				if row.Note != "" {
+					if row.Status != Missed {
+						t.Errorf("row %q is %s but has a note: %s", row.Measurement, row.Status, row.Note)
+					}
+					notes = append(notes, row.Note)
+				}
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("verdicts of %q (-want,+got):\n%s", tc.section, diff)
+			}
+			all := strings.Join(notes, "\n")
+			for _, n := range tc.wantNotes {
+				if !strings.Contains(all, n) {
+					t.Errorf("notes lack %q; they are:\n%s", n, all)
+				}
+			}
+			if len(tc.wantNotes) == 0 && len(notes) > 0 {
+				t.Errorf("want no note, got:\n%s", all)
+			}
+		})
+	}
+}

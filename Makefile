@@ -83,6 +83,9 @@ docker-buildx: ## Build and push multi-arch images of both flavours for $(PLATFO
 test: test-unit verify test-race test-integration e2e bench-smoke ## What CI runs: unit tests, verify, the race detector, integration (in-process control plane, real binaries), e2e on local KWOK clusters, benchmark smoke.
 
 UNIT_PKGS      := ./apis/... ./cmd/... ./internal/... ./pkg/...
+# The benchmark report's parsing, targets and smoke gates; not test/perf itself,
+# whose benchmarks are make bench's and bench-smoke's.
+UNIT_PKGS      += ./test/perf/benchreport/... ./test/perf/report/...
 
 .PHONY: test-unit
 test-unit: ## Unit tests of both flavours (no network, no control plane).

@@ -87,13 +87,6 @@ func (s Set) Platforms() []Platform {
 	return slices.Clone(s.platforms)
 }
 
-// Equal reports whether s and o allow the same platforms.
-func (s Set) Equal(o Set) bool {
-	return s.constrained == o.constrained && slices.EqualFunc(s.platforms, o.platforms, func(a, b Platform) bool {
-		return comparePlatforms(a, b) == 0
-	})
-}
-
 // Intersect returns the platforms allowed by both s and o: a pod runs only where every one of
 // its images runs. Any ∩ x is x.
 //

@@ -1,6 +1,7 @@
 package benchreport
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -94,47 +95,58 @@ func TestSmokeChecks(t *testing.T) {
 	}
 }
 
-// TestSmokeRealRun judges the output of a real make bench-smoke run (testdata/smoke).
-func TestSmokeRealRun(t *testing.T) {
-	var out strings.Builder
-	err := Smoke(parseFiles(t, "smoke/micro.txt", "smoke/perf.txt"), smokeWorkload, &out)
-	if err != nil {
-		t.Errorf("Smoke: %v\n%s", err, out.String())
+// TestSmoke checks what bench-smoke prints and returns: for the output of a real
+// make bench-smoke run (testdata/smoke), and for a run that fails two gates.
+func TestSmoke(t *testing.T) {
+	tests := []struct {
+		name    string
+		results func(t *testing.T) *Results
+		wantErr string
+		want    []string
+	}{
+		{
+			name:    "a real bench-smoke run",
+			results: func(t *testing.T) *Results { return parseFiles(t, "smoke/micro.txt", "smoke/perf.txt") },
+			want: []string{
+				"ok:   ArchFilter Filter allocates nothing on the accept path (allocs/op: 0, found: true)",
+				"ok:   scheduler_perf workloads ran (6)",
+				"ok:   ColdCache_ArchFilter/50Nodes_100Pods: no scheduling attempts beyond one per pod (extra: 0)",
+				"ok:   MixedArch_ArchFilter/50Nodes_100Pods: no scheduling attempts beyond one per pod (extra: 0)",
+				"ok:   MixedArch_ArchFilterLast/50Nodes_100Pods: no scheduling attempts beyond one per pod (extra: 0)",
+				"ok:   MixedArch_Default/50Nodes_100Pods: no scheduling attempts beyond one per pod (extra: 0)",
+				"ok:   S390xOnly_ArchFilter/50Nodes_100Pods: no scheduling attempts beyond one per pod (extra: 0)",
+				"ok:   S390xOnly_NodeAffinity/50Nodes_100Pods: no scheduling attempts beyond one per pod (extra: 0)",
+				"ok:   ColdCache_ArchFilter held its pods at PreEnqueue (held: 100), so the check above means something",
+				"ok:   ColdCache_ArchFilter resolved every image (failed open: 0)",
+			},
+		},
+		{
+			name: "Filter allocates and the cold cache fails open",
+			results: func(t *testing.T) *Results {
+				return parse(t,
+					result("BenchmarkFilter/accept", 130, "ns/op", 16, "B/op", 1, "allocs/op"),
+					result(perfName("ColdCache_ArchFilter", smokeWorkload), 0, "extra-attempts", 100, "held-pods", 2, "fail-open"))
+			},
+			wantErr: "2 smoke check(s) failed",
+			want: []string{
+				"FAIL: ArchFilter Filter allocates nothing on the accept path (allocs/op: 1, found: true)",
+				"ok:   scheduler_perf workloads ran (1)",
+				"ok:   ColdCache_ArchFilter/50Nodes_100Pods: no scheduling attempts beyond one per pod (extra: 0)",
+				"ok:   ColdCache_ArchFilter held its pods at PreEnqueue (held: 100), so the check above means something",
+				"FAIL: ColdCache_ArchFilter resolved every image (failed open: 2)",
+			},
+		},
 	}
-	want := []string{
-		"ok:   ArchFilter Filter allocates nothing on the accept path (allocs/op: 0, found: true)",
-		"ok:   scheduler_perf workloads ran (6)",
-		"ok:   ColdCache_ArchFilter/50Nodes_100Pods: no scheduling attempts beyond one per pod (extra: 0)",
-		"ok:   MixedArch_ArchFilter/50Nodes_100Pods: no scheduling attempts beyond one per pod (extra: 0)",
-		"ok:   MixedArch_ArchFilterLast/50Nodes_100Pods: no scheduling attempts beyond one per pod (extra: 0)",
-		"ok:   MixedArch_Default/50Nodes_100Pods: no scheduling attempts beyond one per pod (extra: 0)",
-		"ok:   S390xOnly_ArchFilter/50Nodes_100Pods: no scheduling attempts beyond one per pod (extra: 0)",
-		"ok:   S390xOnly_NodeAffinity/50Nodes_100Pods: no scheduling attempts beyond one per pod (extra: 0)",
-		"ok:   ColdCache_ArchFilter held its pods at PreEnqueue (held: 100), so the check above means something",
-		"ok:   ColdCache_ArchFilter resolved every image (failed open: 0)",
-	}
-	if diff := cmp.Diff(want, strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")); diff != "" {
-		t.Errorf("Smoke output (-want,+got):\n%s", diff)
-	}
-}
-
-func TestSmokeFails(t *testing.T) {
-	r := parse(t,
-		result("BenchmarkFilter/accept", 130, "ns/op", 16, "B/op", 1, "allocs/op"),
-		result(perfName("ColdCache_ArchFilter", smokeWorkload), 0, "extra-attempts", 100, "held-pods", 2, "fail-open"))
-	var out strings.Builder
-	err := Smoke(r, smokeWorkload, &out)
-	if err == nil || err.Error() != "2 smoke check(s) failed" {
-		t.Errorf("Smoke error = %v, want 2 smoke check(s) failed", err)
-	}
-	want := []string{
-		"FAIL: ArchFilter Filter allocates nothing on the accept path (allocs/op: 1, found: true)",
-		"ok:   scheduler_perf workloads ran (1)",
-		"ok:   ColdCache_ArchFilter/50Nodes_100Pods: no scheduling attempts beyond one per pod (extra: 0)",
-		"ok:   ColdCache_ArchFilter held its pods at PreEnqueue (held: 100), so the check above means something",
-		"FAIL: ColdCache_ArchFilter resolved every image (failed open: 2)",
-	}
-	if diff := cmp.Diff(want, strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")); diff != "" {
-		t.Errorf("Smoke output (-want,+got):\n%s", diff)
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var out strings.Builder
+			err := Smoke(tc.results(t), smokeWorkload, &out)
+			if gotErr := fmt.Sprint(err); (tc.wantErr == "" && err != nil) || (tc.wantErr != "" && gotErr != tc.wantErr) {
+				t.Errorf("Smoke error = %v, want %q", err, tc.wantErr)
+			}
+			if diff := cmp.Diff(tc.want, strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")); diff != "" {
+				t.Errorf("Smoke output (-want,+got):\n%s", diff)
+			}
+		})
 	}
 }

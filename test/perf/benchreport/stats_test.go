@@ -6,44 +6,27 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-func TestMedian(t *testing.T) {
+func TestMedianAndSum(t *testing.T) {
 	tests := []struct {
 		name   string
+		fn     func([]float64) (float64, bool)
 		vs     []float64
 		want   float64
 		wantOK bool
 	}{
-		{name: "none", vs: nil, want: 0, wantOK: false},
-		{name: "one", vs: []float64{7}, want: 7, wantOK: true},
-		{name: "odd count, unsorted", vs: []float64{0.96, 0.80, 0.96}, want: 0.96, wantOK: true},
-		{name: "even count: mean of the middle two", vs: []float64{4, 1, 3, 2}, want: 2.5, wantOK: true},
+		{name: "median of none", fn: median, vs: nil, want: 0, wantOK: false},
+		{name: "median of one", fn: median, vs: []float64{7}, want: 7, wantOK: true},
+		{name: "median of an odd count, unsorted", fn: median, vs: []float64{0.96, 0.80, 0.96}, want: 0.96, wantOK: true},
+		{name: "median of an even count: mean of the middle two", fn: median, vs: []float64{4, 1, 3, 2}, want: 2.5, wantOK: true},
+		{name: "sum of none", fn: sum, vs: nil, want: 0, wantOK: false},
+		{name: "sum of zeros: they are values", fn: sum, vs: []float64{0, 0}, want: 0, wantOK: true},
+		{name: "sum of several", fn: sum, vs: []float64{1, 2, 3.5}, want: 6.5, wantOK: true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got, ok := median(tc.vs)
+			got, ok := tc.fn(tc.vs)
 			if diff := cmp.Diff([2]any{tc.want, tc.wantOK}, [2]any{got, ok}); diff != "" {
-				t.Errorf("median(%v) (-want,+got):\n%s", tc.vs, diff)
-			}
-		})
-	}
-}
-
-func TestSum(t *testing.T) {
-	tests := []struct {
-		name   string
-		vs     []float64
-		want   float64
-		wantOK bool
-	}{
-		{name: "none", vs: nil, want: 0, wantOK: false},
-		{name: "zeros are values", vs: []float64{0, 0}, want: 0, wantOK: true},
-		{name: "several", vs: []float64{1, 2, 3.5}, want: 6.5, wantOK: true},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			got, ok := sum(tc.vs)
-			if diff := cmp.Diff([2]any{tc.want, tc.wantOK}, [2]any{got, ok}); diff != "" {
-				t.Errorf("sum(%v) (-want,+got):\n%s", tc.vs, diff)
+				t.Errorf("(-want,+got):\n%s", diff)
 			}
 		})
 	}

@@ -21,6 +21,9 @@ func TestSummaryVerdicts(t *testing.T) {
 	tput := func(testCase string, v, bind, created float64) string {
 		return result(p(testCase), v, throughput, bind, bindRate, created, createRate)
 	}
+	coldRun := func(extraAttempts, heldPods int) string {
+		return result(p("ColdCache_ArchFilter"), 12.5, allBound, extraAttempts, extra, heldPods, held)
+	}
 	zeroAllocs := func(name string, allocs int) string {
 		return result(name, 100, "ns/op", 8*allocs, "B/op", allocs, "allocs/op")
 	}
@@ -101,20 +104,20 @@ func TestSummaryVerdicts(t *testing.T) {
 		},
 		{
 			name:    "cold cache: pods held, no attempt beyond one per pod: met",
-			lines:   []string{result(p("ColdCache_ArchFilter"), 12.5, allBound, 0, extra, 1000, held)},
+			lines:   []string{coldRun(0, 1000)},
 			section: cold,
 			want:    []verdict{{heldCycles, Met}},
 		},
 		{
 			name:      "cold cache: held pods attempted: missed",
-			lines:     []string{result(p("ColdCache_ArchFilter"), 12.5, allBound, 0, extra, 1000, held), result(p("ColdCache_ArchFilter"), 12.5, allBound, 4, extra, 1000, held)},
+			lines:     []string{coldRun(0, 1000), coldRun(4, 1000)},
 			section:   cold,
 			want:      []verdict{{heldCycles, Missed}},
 			wantNotes: []string{"counted more attempts than pods"},
 		},
 		{
 			name:    "cold cache: no pod held, so no attempt proves nothing: missed",
-			lines:   []string{result(p("ColdCache_ArchFilter"), 12.5, allBound, 0, extra, 0, held)},
+			lines:   []string{coldRun(0, 0)},
 			section: cold,
 			want:    []verdict{{heldCycles, Missed}},
 		},

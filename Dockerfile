@@ -1,7 +1,9 @@
 # syntax=docker/dockerfile:1
 # Cross-compiles on the build machine's platform for each TARGETPLATFORM
 # (docker buildx --platform ...), then copies the static binary into a
-# distroless, non-root image.
+# distroless, non-root image. For Docker users: `make image` builds the same
+# image (same binary flags, user 65532, labels) without any container engine
+# (hack/image, internal/ociimage).
 #
 # FLAVOUR selects the build: main (Kubernetes 1.36, go.mod) or k8s1.34
 # (Kubernetes 1.34 with sigs.k8s.io/scheduler-plugins, go.k8s1.34.mod). Tag the
@@ -12,6 +14,7 @@ ARG TARGETOS
 ARG TARGETARCH
 ARG VERSION=v0.0.0-dev
 ARG GIT_COMMIT=unknown
+ARG BUILD_DATE=1970-01-01T00:00:00Z
 ARG FLAVOUR=main
 WORKDIR /src
 COPY go.mod go.sum go.k8s1.34.mod go.k8s1.34.sum ./
@@ -20,10 +23,22 @@ RUN --mount=type=cache,target=/go/pkg/mod \
     if [ "$FLAVOUR" = k8s1.34 ]; then go mod download -modfile=go.k8s1.34.mod; else go mod download; fi
 COPY . .
 RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache/go-build \
-    GOOS=$TARGETOS GOARCH=$TARGETARCH make build-$FLAVOUR VERSION=$VERSION GIT_COMMIT=$GIT_COMMIT \
+    GOOS=$TARGETOS GOARCH=$TARGETARCH make build-$FLAVOUR VERSION=$VERSION GIT_COMMIT=$GIT_COMMIT BUILD_DATE=$BUILD_DATE \
       BINARY=/out/archfilter-scheduler BINARY_K8S134=/out/archfilter-scheduler
 
 FROM gcr.io/distroless/static-debian12:nonroot
+ARG VERSION=v0.0.0-dev
+ARG GIT_COMMIT=unknown
+ARG BUILD_DATE=1970-01-01T00:00:00Z
+ARG FLAVOUR=main
+LABEL org.opencontainers.image.title=archfilter-scheduler \
+      org.opencontainers.image.description="kube-scheduler with the ArchFilter plugin (${FLAVOUR} flavour)" \
+      org.opencontainers.image.version=${VERSION} \
+      org.opencontainers.image.revision=${GIT_COMMIT} \
+      org.opencontainers.image.created=${BUILD_DATE} \
+      org.opencontainers.image.source=https://github.com/archfilter/archfilter \
+      org.opencontainers.image.licenses=Apache-2.0 \
+      io.archfilter.flavour=${FLAVOUR}
 COPY --from=build /out/archfilter-scheduler /usr/local/bin/archfilter-scheduler
 USER 65532:65532
 ENTRYPOINT ["/usr/local/bin/archfilter-scheduler"]

@@ -22,7 +22,8 @@ FLAVOUR        ?= main
 # Kubernetes version from the module graph, so --version tells the truth.
 VERSION        ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo v0.0.0-dev)
 GIT_COMMIT     ?= $(shell git rev-parse --verify --quiet HEAD 2>/dev/null || echo unknown)
-BUILD_DATE     ?= $(shell date -u +'%Y-%m-%dT%H:%M:%SZ')
+# The commit's time, not the clock's: two builds of one commit are identical.
+BUILD_DATE     ?= $(shell TZ=UTC git log -1 --format=%cd --date=format-local:'%Y-%m-%dT%H:%M:%SZ' 2>/dev/null || date -u +'%Y-%m-%dT%H:%M:%SZ')
 CV             := k8s.io/component-base/version
 AV             := github.com/archfilter/archfilter/pkg/version
 # ldflags_for KUBE_VERSION ARCHFILTER_VERSION: the Kubernetes version of the
@@ -65,16 +66,23 @@ ldflags: ## Print the -ldflags used by build (for the Dockerfile and scripts).
 
 # Image tags name the flavour: $(VERSION) is the main line, $(VERSION)-k8s1.34
 # the Kubernetes 1.34 build with scheduler-plugins.
+IMAGE_PLATFORMS ?= $(PLATFORMS)
+IMAGE_FLAVOURS  ?= main k8s1.34
 .PHONY: image
-image: ## Build the main-line image for this machine's platform (needs Docker; FLAVOUR=k8s1.34 for the other).
-	docker build --build-arg VERSION=$(VERSION) --build-arg GIT_COMMIT=$(GIT_COMMIT) --build-arg FLAVOUR=$(FLAVOUR) \
+image: ## Build the multi-arch image of each flavour without a container engine and push it to $(IMAGE):$(VERSION)[-k8s1.34] (IMAGE=registry/name, REGISTRY_CA=PEM for a private CA).
+	IMAGE=$(IMAGE) VERSION=$(VERSION) GIT_COMMIT=$(GIT_COMMIT) BUILD_DATE=$(BUILD_DATE) \
+		IMAGE_PLATFORMS=$(IMAGE_PLATFORMS) IMAGE_FLAVOURS="$(IMAGE_FLAVOURS)" hack/image/image.sh
+
+.PHONY: docker-image
+docker-image: ## Build the main-line image for this machine's platform with Docker (FLAVOUR=k8s1.34 for the other).
+	docker build --build-arg BUILD_DATE=$(BUILD_DATE) --build-arg VERSION=$(VERSION) --build-arg GIT_COMMIT=$(GIT_COMMIT) --build-arg FLAVOUR=$(FLAVOUR) \
 		-t $(IMAGE):$(VERSION)$(if $(filter k8s1.34,$(FLAVOUR)),-k8s1.34) .
 
 .PHONY: docker-buildx
 docker-buildx: ## Build and push multi-arch images of both flavours for $(PLATFORMS) (needs Docker buildx).
-	docker buildx build --platform $(PLATFORMS) --build-arg VERSION=$(VERSION) \
+	docker buildx build --platform $(PLATFORMS) --build-arg VERSION=$(VERSION) --build-arg BUILD_DATE=$(BUILD_DATE) \
 		--build-arg GIT_COMMIT=$(GIT_COMMIT) --build-arg FLAVOUR=main -t $(IMAGE):$(VERSION) --push .
-	docker buildx build --platform $(PLATFORMS) --build-arg VERSION=$(VERSION) \
+	docker buildx build --platform $(PLATFORMS) --build-arg VERSION=$(VERSION) --build-arg BUILD_DATE=$(BUILD_DATE) \
 		--build-arg GIT_COMMIT=$(GIT_COMMIT) --build-arg FLAVOUR=k8s1.34 -t $(IMAGE):$(VERSION)-k8s1.34 --push .
 
 ##@ Test
@@ -82,7 +90,7 @@ docker-buildx: ## Build and push multi-arch images of both flavours for $(PLATFO
 .PHONY: test
 test: test-unit verify test-race test-integration e2e bench-smoke ## What CI runs: unit tests, verify, the race detector, integration (in-process control plane, real binaries), e2e on local KWOK clusters, benchmark smoke.
 
-UNIT_PKGS      := ./apis/... ./cmd/... ./internal/... ./pkg/...
+UNIT_PKGS      := ./apis/... ./cmd/... ./internal/... ./pkg/... ./hack/image/...
 # The benchmark report's parsing, targets and smoke gates; not test/perf itself,
 # whose benchmarks are make bench's and bench-smoke's.
 UNIT_PKGS      += ./test/perf/benchreport/... ./test/perf/report/...

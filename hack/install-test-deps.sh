@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # Installs the system packages the tests use, when missing: the CNCF
-# Distribution registry (Debian's docker-registry) and htpasswd for its auth.
+# Distribution registry (Debian's docker-registry), htpasswd for its auth, and
+# the CA bundle make image puts in the images.
 set -o errexit -o nounset -o pipefail
 
 need=()
 command -v docker-registry >/dev/null 2>&1 || need+=(docker-registry)
 command -v htpasswd >/dev/null 2>&1 || need+=(apache2-utils)
+# make image installs the CA bundle in the images.
+[[ -f /etc/ssl/certs/ca-certificates.crt ]] || need+=(ca-certificates)
 [[ ${#need[@]} -eq 0 ]] && exit 0
 
 if [[ $(id -u) -ne 0 ]]; then

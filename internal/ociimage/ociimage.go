@@ -107,22 +107,34 @@ func image(s Spec, p v1.Platform, bin File, base v1.Layer) (v1.Image, error) {
 	if err != nil {
 		return nil, err
 	}
+	return EditConfig(img, func(cf *v1.ConfigFile) {
+		cf.Created = created
+		SetPlatform(cf, p)
+		cf.Config = v1.Config{
+			Entrypoint: []string{bin.Path},
+			Cmd:        s.Args,
+			User:       fmt.Sprintf("%d:%d", NonRootUID, NonRootUID),
+			WorkingDir: "/",
+			Env:        []string{"PATH=/usr/local/bin:/usr/bin:/bin", "SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt"},
+			Labels:     s.Labels,
+		}
+	})
+}
+
+// EditConfig returns img with its config file changed by edit (on a copy).
+func EditConfig(img v1.Image, edit func(*v1.ConfigFile)) (v1.Image, error) {
 	cf, err := img.ConfigFile()
 	if err != nil {
 		return nil, err
 	}
 	cf = cf.DeepCopy()
-	cf.Created = created
-	cf.OS, cf.Architecture, cf.Variant, cf.OSVersion = p.OS, p.Architecture, p.Variant, p.OSVersion
-	cf.Config = v1.Config{
-		Entrypoint: []string{bin.Path},
-		Cmd:        s.Args,
-		User:       fmt.Sprintf("%d:%d", NonRootUID, NonRootUID),
-		WorkingDir: "/",
-		Env:        []string{"PATH=/usr/local/bin:/usr/bin:/bin", "SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt"},
-		Labels:     s.Labels,
-	}
+	edit(cf)
 	return mutate.ConfigFile(img, cf)
+}
+
+// SetPlatform makes a config name platform p, as runtimes and resolvers read it.
+func SetPlatform(cf *v1.ConfigFile, p v1.Platform) {
+	cf.OS, cf.Architecture, cf.Variant, cf.OSVersion = p.OS, p.Architecture, p.Variant, p.OSVersion
 }
 
 // baseFiles is the filesystem every platform shares.

@@ -18,6 +18,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/archfilter/archfilter/internal/ociimage"
 )
 
 // Registry is where images are pushed and how pods name them. On KWOK both
@@ -175,13 +177,7 @@ func platformImage(repo string, p ggcrv1.Platform) (ggcrv1.Image, error) {
 	if err != nil {
 		return nil, err
 	}
-	cf, err := img.ConfigFile()
-	if err != nil {
-		return nil, err
-	}
-	cf = cf.DeepCopy()
-	cf.OS, cf.Architecture, cf.Variant, cf.OSVersion = p.OS, p.Architecture, p.Variant, p.OSVersion
-	return mutate.ConfigFile(img, cf)
+	return ociimage.EditConfig(img, func(cf *ggcrv1.ConfigFile) { ociimage.SetPlatform(cf, p) })
 }
 
 // Seed pushes every image in images to its registry.

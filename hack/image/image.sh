@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Builds archfilter's multi-platform image of each flavour without a container
+# engine and pushes it: cross-compiles the scheduler per platform (make
+# build-FLAVOUR with GOOS/GOARCH), then hack/image (internal/ociimage) assembles
+# the OCI index and pushes it to $IMAGE:$VERSION (main line) and
+# $IMAGE:$VERSION-k8s1.34. `make image` runs it.
+#
+# Environment (make image sets them):
+#   IMAGE            registry/name to push to, e.g. 127.0.0.1:5001/archfilter/archfilter-scheduler
+#   VERSION          the tag of the main line (git describe)
+#   GIT_COMMIT, BUILD_DATE   stamped into binaries and labels; BUILD_DATE is also
+#                    the image's creation time (the commit's time: reproducible)
+#   IMAGE_PLATFORMS  comma-separated, default linux/amd64,linux/arm64,linux/ppc64le,linux/s390x
+#   IMAGE_FLAVOURS   space-separated, default "main k8s1.34"
+#   REGISTRY_CA      PEM CA of the registry's certificate (local registries), optional
+#   IMAGE_LAYOUT     also write each index as an OCI layout under this directory, optional
+set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+cd "$ROOT"
+
+: "${IMAGE:?set IMAGE=registry/name}" "${VERSION:?}" "${GIT_COMMIT:?}" "${BUILD_DATE:?}"
+IMAGE_PLATFORMS=${IMAGE_PLATFORMS:-linux/amd64,linux/arm64,linux/ppc64le,linux/s390x}
+IMAGE_FLAVOURS=${IMAGE_FLAVOURS:-main k8s1.34}
+OUT=${ARCHFILTER_CACHE:-$ROOT/.cache}/image
+MAKE=${MAKE:-make}
+
+log() { printf '\033[1;34m==>\033[0m %s\n' "$*" >&2; }
+
+for flavour in $IMAGE_FLAVOURS; do
+  case $flavour in
+    main) tag=$VERSION ;;
+    k8s1.34) tag=$VERSION-k8s1.34 ;;
+    *) echo "IMAGE_FLAVOURS: unknown flavour $flavour (main, k8s1.34)" >&2; exit 2 ;;
+  esac
+  args=()
+  IFS=, read -ra platforms <<<"$IMAGE_PLATFORMS"
+  for plat in "${platforms[@]}"; do
+    IFS=/ read -r goos goarch variant <<<"$plat"
+    goarm=
+    if [[ $goarch == arm && -n ${variant:-} ]]; then goarm=${variant#v}; fi
+    bin=$OUT/$flavour/${plat//\//-}/archfilter-scheduler
+    log "$flavour: building $plat"
+    GOOS=$goos GOARCH=$goarch GOARM=$goarm $MAKE --no-print-directory "build-$flavour" \
+      VERSION="$VERSION" GIT_COMMIT="$GIT_COMMIT" BUILD_DATE="$BUILD_DATE" \
+      BINARY="$bin" BINARY_K8S134="$bin" >/dev/null
+    args+=(--binary "$plat=$bin")
+  done
+  log "$flavour: image index $IMAGE:$tag"
+  go run ./hack/image --image "$IMAGE:$tag" "${args[@]}" \
+    --created "$BUILD_DATE" \
+    --label "org.opencontainers.image.title=archfilter-scheduler" \
+    --label "org.opencontainers.image.description=kube-scheduler with the ArchFilter plugin ($flavour flavour)" \
+    --label "org.opencontainers.image.version=$VERSION" \
+    --label "org.opencontainers.image.revision=$GIT_COMMIT" \
+    --label "org.opencontainers.image.created=$BUILD_DATE" \
+    --label "org.opencontainers.image.source=https://github.com/archfilter/archfilter" \
+    --label "org.opencontainers.image.licenses=Apache-2.0" \
+    --label "io.archfilter.flavour=$flavour" \
+    ${REGISTRY_CA:+--registry-ca "$REGISTRY_CA"} \
+    ${IMAGE_LAYOUT:+--layout "$IMAGE_LAYOUT/$flavour"} \
+    --digest-file "$OUT/$flavour/digest"
+done

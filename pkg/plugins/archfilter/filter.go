@@ -38,8 +38,9 @@ type preFilterState struct {
 	set platform.Set
 	// allowed answers Filter: whether set allows a node.
 	allowed byPlatform[bool]
-	// reason is the Filter rejection message, built once per cycle.
-	reason string
+	// rejected hands out Filter's rejection status (the message is built
+	// once per cycle).
+	rejected *rejections
 	// tolerateArchTaints lets ArchAwareTaintToleration tolerate arch taints
 	// of platforms in set (archTaintToleration).
 	tolerateArchTaints bool
@@ -166,7 +167,7 @@ func (pl *ArchFilter) PreFilter(ctx context.Context, state fwk.CycleState, pod *
 	state.Write(preFilterStateKey, &preFilterState{
 		set:                d.set,
 		allowed:            newByPlatform(pl.platforms.snapshot(), allows(d.set)),
-		reason:             ReasonPlatformMismatch + " (" + d.set.String() + ")",
+		rejected:           newRejections(ReasonPlatformMismatch + " (" + d.set.String() + ")"),
 		tolerateArchTaints: pl.settings.archTaintToleration,
 	})
 	if v := logger.V(4); v.Enabled() {
@@ -193,8 +194,9 @@ func (pl *ArchFilter) PreFilter(ctx context.Context, state fwk.CycleState, pod *
 func (pl *ArchFilter) PreFilterExtensions() schedfw.PreFilterExtensions { return nil }
 
 // Filter rejects nodes whose os/arch (and Windows build) the pod's images do
-// not support. The accept path does not allocate. A node that reports no
-// os/arch at all is accepted: there is nothing to judge it by.
+// not support. The accept path does not allocate, the reject path once per
+// rejectionChunk nodes. A node that reports no os/arch at all is accepted:
+// there is nothing to judge it by.
 func (pl *ArchFilter) Filter(_ context.Context, state fwk.CycleState, _ *v1.Pod, nodeInfo fwk.NodeInfo) *fwk.Status {
 	s, err := readState(state)
 	if err != nil {
@@ -204,7 +206,7 @@ func (pl *ArchFilter) Filter(_ context.Context, state fwk.CycleState, _ *v1.Pod,
 		return nil
 	}
 	nodeRejections.Inc()
-	return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, s.reason)
+	return s.rejected.status()
 }
 
 // allows says whether set allows a node's platform. A node that reports no

@@ -35,11 +35,11 @@ type cacheEntry struct {
 	expires time.Time
 
 	// Tag entries.
-	digest    string // what the tag named
 	digestRef string // repoName@digest, the ref of the digest entry
 	endpoint  string // the endpoint host that answered, asked again on revalidation
 
-	// Digest and negative entries.
+	// Digest and negative entries; a tag entry's result holds only the
+	// digest the tag named.
 	result Result
 }
 

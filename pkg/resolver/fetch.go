@@ -77,8 +77,11 @@ func (r *Resolver) store(ref *imageRef, scope, endpoint, digest string, set plat
 		digest = ref.digest
 	}
 	now := r.clock.Now()
-	res := Result{Platforms: set, Digest: digest, Expires: now.Add(r.opts.Cache.DigestTTL)}
 	digestRef := ref.digestName(digest)
+	// The entries share digestRef's bytes for the digest, and one backing
+	// array for every equal platform set.
+	digest = digestRef[len(ref.repoName)+1:]
+	res := Result{Platforms: r.sets.intern(set), Digest: digest, Expires: now.Add(r.opts.Cache.DigestTTL)}
 	r.cache.put(&cacheEntry{
 		key:      cacheKey{digestEntry, scope, digestRef},
 		expires:  res.Expires,
@@ -89,7 +92,7 @@ func (r *Resolver) store(ref *imageRef, scope, endpoint, digest string, set plat
 		t := &cacheEntry{
 			key:       cacheKey{tagEntry, scope, ref.canonical},
 			expires:   now.Add(r.opts.Cache.TagTTL),
-			digest:    digest,
+			result:    Result{Digest: digest},
 			digestRef: digestRef,
 			endpoint:  endpoint,
 		}

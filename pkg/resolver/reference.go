@@ -45,6 +45,9 @@ func (r *imageRef) identifier() string {
 
 // digestName returns repoName@digest, the key of a digest's answer.
 func (r *imageRef) digestName(digest string) string {
+	if digest == r.digest {
+		return r.canonical
+	}
 	return r.repoName + "@" + digest
 }
 
@@ -86,27 +89,33 @@ func parseName(image string) *imageRef {
 		ref.err = fmt.Errorf("invalid reference %q: %w", image, err)
 		return ref
 	}
-	ref.registry = reference.Domain(named)
-	if ref.registry == "docker.io" {
+	registry := reference.Domain(named)
+	if registry == "docker.io" {
 		// The host Docker Hub's API answers on; the cache and credentials key on it.
-		ref.registry = "index.docker.io"
+		registry = "index.docker.io"
 	}
-	ref.repository = reference.Path(named)
-	if err := checkPort(ref.registry); err != nil {
+	repository := reference.Path(named)
+	if err := checkPort(registry); err != nil {
 		ref.err = fmt.Errorf("invalid reference %q: %w", image, err)
 		return ref
 	}
-	ref.repoName = ref.registry + "/" + ref.repository
+	sep, id := ":", "latest"
 	switch r := named.(type) {
 	case reference.Digested:
-		ref.digest = r.Digest().String()
-		ref.canonical = ref.repoName + "@" + ref.digest
+		sep, id = "@", r.Digest().String()
 	case reference.Tagged:
-		ref.tag = r.Tag()
-		ref.canonical = ref.repoName + ":" + ref.tag
-	default:
-		ref.tag = "latest"
-		ref.canonical = ref.repoName + ":" + ref.tag
+		id = r.Tag()
+	}
+	// Every name is a slice of canonical: a cached reference costs one string,
+	// and keeps nothing of the parser's alive.
+	ref.canonical = registry + "/" + repository + sep + id
+	ref.registry = ref.canonical[:len(registry)]
+	ref.repoName = ref.canonical[:len(registry)+1+len(repository)]
+	ref.repository = ref.repoName[len(registry)+1:]
+	if sep == "@" {
+		ref.digest = ref.canonical[len(ref.repoName)+1:]
+	} else {
+		ref.tag = ref.canonical[len(ref.repoName)+1:]
 	}
 	return ref
 }

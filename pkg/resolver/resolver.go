@@ -40,6 +40,7 @@ type Resolver struct {
 	rt       http.RoundTripper
 	refs     *refCache
 	cache    *cache
+	sets     *setInterner
 	sessions *sessionPool
 	// flights makes concurrent resolutions of one image in one credential scope share a
 	// fetch, whether they come from Resolve or from the workers.
@@ -61,6 +62,7 @@ func New(opts Options) (*Resolver, error) {
 		clock:    o.Clock,
 		rt:       transport.NewUserAgent(&instrumentedTransport{next: o.Transport}, "archfilter/"+version.Version),
 		refs:     newRefCache(o.Cache.MaxEntries),
+		sets:     newSetInterner(),
 		cache:    newCache(o.Cache.MaxEntries, func(delta int) { cacheEntries.Add(float64(delta)) }),
 		sessions: newSessionPool(o.Clock),
 		queue:    newWorkQueue(),

@@ -90,7 +90,7 @@ func (r *Resolver) revalidationFailed(ctx context.Context, f headFailure) (Resul
 	}
 	digest := ref.digest
 	if digest == "" {
-		digest = prev.digest
+		digest = prev.result.Digest
 	}
 	d := r.cache.get(cacheKey{digestEntry, scope, ref.digestName(digest)})
 	if d == nil {
@@ -105,7 +105,7 @@ func (r *Resolver) revalidationFailed(ctx context.Context, f headFailure) (Resul
 		r.cache.put(&cacheEntry{key: d.key, expires: exp, endpoint: d.endpoint, result: res}, now)
 	}
 	if ref.tag != "" {
-		r.cache.put(&cacheEntry{key: prev.key, expires: exp, digest: digest, digestRef: ref.digestName(digest), endpoint: prev.endpoint}, now)
+		r.cache.put(&cacheEntry{key: prev.key, expires: exp, result: Result{Digest: prev.result.Digest}, digestRef: prev.digestRef, endpoint: prev.endpoint}, now)
 		res.Expires = exp
 	}
 	return res, true

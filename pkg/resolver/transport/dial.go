@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"net/netip"
+	"net/url"
 	"syscall"
 )
 
@@ -83,10 +85,54 @@ func (g *guardedDialer) DialContext(ctx context.Context, network, addr string) (
 	if err != nil {
 		return nil, err
 	}
+	ips, err := g.vettedAddrs(ctx, network, host)
+	if err != nil {
+		return nil, err
+	}
+	var errs []error
+	for _, ip := range ips {
+		conn, err := g.dialer.DialContext(ctx, network, net.JoinHostPort(ip.String(), port))
+		if err == nil {
+			return conn, nil
+		}
+		errs = append(errs, err)
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	if len(errs) == 1 {
+		return nil, errs[0]
+	}
+	return nil, fmt.Errorf("dialing %s: %w", addr, errors.Join(errs...))
+}
+
+// proxyFor returns an http.Transport.Proxy that asks pick which proxy, if
+// any, carries a request. Through a proxy the guard never sees the address
+// the proxy connects to, so the destination's addresses are resolved and
+// vetted here first, as DialContext would (the proxy's own connection is
+// dialled, and vetted, by DialContext). The proxy resolves the name again:
+// an egress proxy is expected to enforce its own address policy as well.
+func (g *guardedDialer) proxyFor(pick func(*url.URL) (*url.URL, error)) func(*http.Request) (*url.URL, error) {
+	return func(req *http.Request) (*url.URL, error) {
+		proxy, err := pick(req.URL)
+		if err != nil || proxy == nil {
+			return proxy, err
+		}
+		if _, err := g.vettedAddrs(req.Context(), "tcp", req.URL.Hostname()); err != nil {
+			return nil, err
+		}
+		return proxy, nil
+	}
+}
+
+// vettedAddrs resolves host and returns its addresses, or an error if any of
+// them may not be dialled.
+func (g *guardedDialer) vettedAddrs(ctx context.Context, network, host string) ([]netip.Addr, error) {
 	var ips []netip.Addr
 	if ip, perr := netip.ParseAddr(host); perr == nil {
 		ips = []netip.Addr{ip}
 	} else {
+		var err error
 		lookupNet := "ip"
 		switch network {
 		case "tcp4":
@@ -112,19 +158,5 @@ func (g *guardedDialer) DialContext(ctx context.Context, network, addr string) (
 			return nil, notAllowed("%s resolves to %s, %s", host, ip, why)
 		}
 	}
-	var errs []error
-	for _, ip := range ips {
-		conn, err := g.dialer.DialContext(ctx, network, net.JoinHostPort(ip.String(), port))
-		if err == nil {
-			return conn, nil
-		}
-		errs = append(errs, err)
-		if ctx.Err() != nil {
-			break
-		}
-	}
-	if len(errs) == 1 {
-		return nil, errs[0]
-	}
-	return nil, fmt.Errorf("dialing %s: %w", addr, errors.Join(errs...))
+	return ips, nil
 }

@@ -14,10 +14,12 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"strings"
 	"time"
 
+	"golang.org/x/net/http/httpproxy"
 	"k8s.io/utils/clock"
 )
 
@@ -66,6 +68,13 @@ type Options struct {
 	// Resolver resolves host names before the address guard checks them.
 	// Nil means net.DefaultResolver.
 	Resolver HostResolver
+	// Proxy picks the proxy for a request URL, nil for none, as
+	// golang.org/x/net/http/httpproxy's Config.ProxyFunc does. Nil means the
+	// standard environment variables, read once by New: HTTPS_PROXY and
+	// HTTP_PROXY (or their lower-case forms) name the proxy, NO_PROXY lists
+	// hosts, domains and CIDRs to reach directly; loopback is never proxied.
+	// The address guard vets each destination before it goes to a proxy.
+	Proxy func(*url.URL) (*url.URL, error)
 	// Clock drives breakers and Retry-After waits. Nil means the real clock.
 	Clock clock.Clock
 }
@@ -116,6 +125,9 @@ func New(opts Options) (*Transport, error) {
 	withDefault(&opts.ResponseHeaderTimeout, defaultResponseHeaderTimeout)
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
+	}
+	if opts.Proxy == nil {
+		opts.Proxy = httpproxy.FromEnvironment().ProxyFunc()
 	}
 	RegisterMetrics()
 
@@ -216,8 +228,7 @@ func tlsConfig(r Registry) (*tls.Config, error) {
 
 func newHTTPTransport(opts Options, d *guardedDialer, cfg *tls.Config) *http.Transport {
 	return &http.Transport{
-		// No proxy: the address guard must see the real destination.
-		Proxy:                  nil,
+		Proxy:                  d.proxyFor(opts.Proxy),
 		DialContext:            d.DialContext,
 		TLSClientConfig:        cfg,
 		TLSHandshakeTimeout:    opts.TLSHandshakeTimeout,

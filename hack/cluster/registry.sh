@@ -6,6 +6,9 @@
 #   private  127.0.0.1:$PRIVATE_REGISTRY_PORT  (default 5002), htpasswd auth
 #            user $PRIVATE_REGISTRY_USER / $PRIVATE_REGISTRY_PASSWORD
 # Distribution's auth covers a whole registry, hence two of them.
+# REGISTRY_TLS=1 serves both over HTTPS with a certificate for 127.0.0.1 and
+# localhost signed by a CA of their own (.cache/registry/$REGISTRY_SET/tls/ca.crt,
+# printed by `env` as REGISTRY_CA), as real nodes' container runtimes want.
 #
 # Usage: hack/cluster/registry.sh up|down|stop|status|env
 #   up      start both (or keep them if already serving); installs the Debian
@@ -22,9 +25,31 @@ REGISTRY_PORT=${REGISTRY_PORT:-5001}
 PRIVATE_REGISTRY_PORT=${PRIVATE_REGISTRY_PORT:-5002}
 PRIVATE_REGISTRY_USER=${PRIVATE_REGISTRY_USER:-demo}
 PRIVATE_REGISTRY_PASSWORD=${PRIVATE_REGISTRY_PASSWORD:-archfilter-demo}
+REGISTRY_TLS=${REGISTRY_TLS:-}
+TLS_DIR=$REGISTRY_DIR/tls
+SCHEME=http
+[[ -n $REGISTRY_TLS ]] && SCHEME=https
+
+# tls_certs writes (once) a CA and the registries' serving certificate.
+tls_certs() {
+  [[ -f $TLS_DIR/registry.crt ]] && return
+  need_cmd openssl "apt-get install openssl"
+  mkdir -p "$TLS_DIR"
+  (
+    cd "$TLS_DIR"
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 7 -subj "/CN=archfilter local registry CA" \
+      -keyout ca.key -out ca.crt 2>/dev/null
+    openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=127.0.0.1" \
+      -keyout registry.key -out registry.csr 2>/dev/null
+    printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n' >ext.cnf
+    openssl x509 -req -in registry.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 7 -extfile ext.cnf \
+      -out registry.crt 2>/dev/null
+  ) || die "generating the registry's TLS certificates in $TLS_DIR failed"
+}
 
 status_code() { # status_code PORT [USER:PASS] -> HTTP status of GET /v2/, 000 if down
-  curl -s -o /dev/null -w '%{http_code}' --max-time 2 ${2:+-u "$2"} "http://127.0.0.1:$1/v2/" || true
+  curl -s -o /dev/null -w '%{http_code}' --max-time 2 ${2:+-u "$2"} ${REGISTRY_TLS:+--cacert "$TLS_DIR/ca.crt"} \
+    "$SCHEME://127.0.0.1:$1/v2/" || true
 }
 
 start_one() { # start_one NAME PORT [htpasswd]
@@ -42,7 +67,11 @@ start_one() { # start_one NAME PORT [htpasswd]
     echo "version: 0.1"
     echo "log: {level: warn, accesslog: {disabled: true}}"
     echo "storage: {filesystem: {rootdirectory: $dir/data}, delete: {enabled: true}}"
-    echo "http: {addr: 127.0.0.1:$port, secret: archfilter-demo}"
+    if [[ -n $REGISTRY_TLS ]]; then
+      echo "http: {addr: 127.0.0.1:$port, secret: archfilter-demo, tls: {certificate: $TLS_DIR/registry.crt, key: $TLS_DIR/registry.key}}"
+    else
+      echo "http: {addr: 127.0.0.1:$port, secret: archfilter-demo}"
+    fi
     if [[ -n $auth ]]; then
       echo "auth: {htpasswd: {realm: archfilter-demo, path: $dir/htpasswd}}"
     fi
@@ -84,6 +113,7 @@ stop_one() { # stop_one NAME [keep]
 print_env() {
   printf '%s\n' "REGISTRY=127.0.0.1:$REGISTRY_PORT" "PRIVATE_REGISTRY=127.0.0.1:$PRIVATE_REGISTRY_PORT" \
     "PRIVATE_REGISTRY_USER=$PRIVATE_REGISTRY_USER" "PRIVATE_REGISTRY_PASSWORD=$PRIVATE_REGISTRY_PASSWORD"
+  [[ -z $REGISTRY_TLS ]] || echo "REGISTRY_CA=$TLS_DIR/ca.crt"
 }
 
 case ${1:-up} in
@@ -93,7 +123,8 @@ case ${1:-up} in
       log "installing docker-registry and apache2-utils (Debian packages)"
       "$ROOT/hack/install-test-deps.sh"
     fi
-    log "local registries"
+    log "local registries${REGISTRY_TLS:+ (TLS)}"
+    [[ -z $REGISTRY_TLS ]] || tls_certs
     start_one public "$REGISTRY_PORT"
     start_one private "$PRIVATE_REGISTRY_PORT" htpasswd
     ;;

@@ -137,7 +137,8 @@ func (r *registries) writeCA(b *testing.B, dir string) string {
 
 // startRegistries starts the three registries and pushes every image the workloads
 // use: multi-arch indexes (linux/amd64, linux/arm64, one repository each, as distinct
-// images are in practice), an s390x-only index, and the s390x/multi-arch pair.
+// images are in practice), an s390x-only index, and an index of every node
+// architecture (linux/amd64, arm64, s390x).
 func startRegistries(b *testing.B) *registries {
 	b.Helper()
 	start := time.Now()
@@ -151,7 +152,8 @@ func startRegistries(b *testing.B) *registries {
 	var pushes []push
 	pushes = append(pushes,
 		push{regs.warm, "perf/multiarch:v1", []string{"linux/amd64", "linux/arm64"}},
-		push{regs.warm, "perf/s390x:v1", []string{"linux/s390x"}})
+		push{regs.warm, "perf/s390x:v1", []string{"linux/s390x"}},
+		push{regs.warm, "perf/everywhere:v1", []string{"linux/amd64", "linux/arm64", "linux/s390x"}})
 	for i := range cachedImages {
 		pushes = append(pushes, push{regs.warm, fmt.Sprintf("perf/cached-%d:v1", i), []string{"linux/amd64", "linux/arm64"}})
 	}

@@ -126,6 +126,14 @@ func throughputRows(r *Results, workload string) []Row {
 			Result: fmt.Sprintf("%s (%s pods/s; Filter phase per cycle: default %s ms, ArchFilter first %s ms, last %s ms)",
 				f2(tl/base), f0(tl), f2(fd), f2(fa), f2(fp)), Status: NoCheck})
 	}
+	rows = append(rows, compare(r, workload, "Throughput: mixed nodes, multi-arch pods, against hand-written affinity",
+		side{"MixedArch_NodeAffinity", "default profile, pods with required nodeAffinity kubernetes.io/arch In [amd64, arm64]"},
+		side{"MixedArch_ArchFilter", "default + ArchFilter (warm cache), pods without affinity"},
+		1.0, "ratio ArchFilter / nodeAffinity")...)
+	rows = append(rows, compare(r, workload, "Throughput: mixed nodes, images of every node architecture",
+		side{"Everywhere_Default", "default profile"},
+		side{"Everywhere_ArchFilter", "default + ArchFilter (warm cache; allows every node)"},
+		0.98, "ratio ArchFilter / default: the cost of turning it on")...)
 	const s390x = "Throughput: s390x-only pods"
 	rows = append(rows, compare(r, workload, s390x,
 		side{"S390xOnly_NodeAffinity", "in-tree required nodeAffinity, no ArchFilter"},

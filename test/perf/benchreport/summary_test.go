@@ -54,6 +54,19 @@ func TestSummaryVerdicts(t *testing.T) {
 		wantNotes []string
 	}{
 		{
+			name:    "multi-arch pods without affinity as fast as with it: met",
+			lines:   []string{tput("MixedArch_NodeAffinity", 380, 400, 900), tput("MixedArch_ArchFilter", 381, 400, 900)},
+			section: "Throughput: mixed nodes, multi-arch pods, against hand-written affinity",
+			want:    []verdict{{"ratio ArchFilter / nodeAffinity", Met}},
+		},
+		{
+			name:      "images of every architecture slower with ArchFilter on: missed",
+			lines:     []string{tput("Everywhere_Default", 400, 420, 900), tput("Everywhere_ArchFilter", 380, 400, 900)},
+			section:   "Throughput: mixed nodes, images of every node architecture",
+			want:      []verdict{{"ratio ArchFilter / default: the cost of turning it on", Missed}},
+			wantNotes: []string{"ratio 0.95 against a target of 0.98"},
+		},
+		{
 			name:    "multi-arch throughput at the default's: met",
 			lines:   []string{tput("MixedArch_Default", 400, 420, 900), tput("MixedArch_ArchFilter", 396, 410, 900)},
 			section: mixed,

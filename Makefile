@@ -15,6 +15,11 @@ BINARY_K8S134  ?= $(BIN_DIR)/archfilter-scheduler-$(FLAVOUR_K8S134)
 IMAGE          ?= archfilter/archfilter-scheduler
 PLATFORMS      ?= linux/amd64,linux/arm64,linux/ppc64le,linux/s390x
 GO             ?= go
+# Static binaries, and one build configuration for everything: tests, the
+# binaries and the control-plane tools built from this module graph
+# (hack/cluster/tools.sh) then share Go's build cache instead of compiling
+# Kubernetes once per cgo setting. The race detector needs cgo (test-race).
+export CGO_ENABLED ?= 0
 GOTESTFLAGS    ?=
 FLAVOUR        ?= main
 
@@ -108,7 +113,7 @@ RACE_PKGS      := ./pkg/resolver/... ./pkg/plugins/...
 
 .PHONY: test-race
 test-race: ## Race detector on the packages with concurrency (main line).
-	$(GO) test -race $(GOTESTFLAGS) $(RACE_PKGS)
+	CGO_ENABLED=1 $(GO) test -race $(GOTESTFLAGS) $(RACE_PKGS)
 
 .PHONY: test-integration
 test-integration: build ## Integration tests of both flavours: the real binaries, control planes and registries.

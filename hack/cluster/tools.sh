@@ -140,7 +140,9 @@ build_kube() { # build_kube NAME VERSION OUT
   log "building $name $version from $from (once; a few minutes, ~2 GB RAM)"
   mkdir -p "$(dirname "$out")"
   # shellcheck disable=SC2086 # flags is empty or one flag
-  (cd "$dir" && CGO_ENABLED=0 $NICE go build $flags -trimpath -ldflags "$(kube_ldflags "$version")" \
+  # No -trimpath: built like the tests build (CGO_ENABLED=0, see the Makefile),
+  # the versions of this module graph reuse what the integration tests compiled.
+  (cd "$dir" && CGO_ENABLED=0 $NICE go build $flags -ldflags "$(kube_ldflags "$version")" \
     -o "$out.tmp" "k8s.io/kubernetes/cmd/$name")
   mv "$out.tmp" "$out"
   info "$name built in $(since "$start")"

@@ -7,7 +7,7 @@
 #
 # Settings (environment):
 #   BENCH_SCALE        small: 500 nodes, 2 000 pods per workload; full: 5 000 / 10 000
-#   BENCH_ROUNDS       times every scheduler_perf workload runs, in turn (small: 5, full: 1)
+#   BENCH_ROUNDS       times every scheduler_perf workload runs, in turn (small and full: 5)
 #   BENCH_MICRO_COUNT  -count of the micro-benchmarks (6)
 #   BENCH_OUT          where raw outputs go (.cache/bench/<scale>-<UTC time>)
 #   BENCH_DOC          the document written (docs/benchmarks.md)
@@ -37,7 +37,7 @@ BENCH_SCALE=${BENCH_SCALE:-small}
 case $BENCH_SCALE in
   smoke) ;;
   small) BENCH_ROUNDS=${BENCH_ROUNDS:-5} ;;
-  full) BENCH_ROUNDS=${BENCH_ROUNDS:-1} ;;
+  full) BENCH_ROUNDS=${BENCH_ROUNDS:-5} ;;
   *) die "BENCH_SCALE must be small or full, not $BENCH_SCALE" ;;
 esac
 BENCH_MICRO_COUNT=${BENCH_MICRO_COUNT:-6}

@@ -10,8 +10,13 @@ the out-of-tree registry and a scheduler configuration per test case), from
 [test/perf](../test/perf): every workload of
 [performance-config.yaml](../test/perf/config/performance-config.yaml) gets a fresh etcd,
 kube-apiserver and scheduler in one process, and all of them run in one ` + "`go test`" + ` invocation,
-all workloads once per round, ` + "`BENCH_ROUNDS`" + ` rounds in turn, so that the two sides of every ratio
-share the machine's state. Nodes are 60 % linux/amd64, 30 % linux/arm64 and 10 % linux/s390x, interleaved.
+all workloads once per round, ` + "`BENCH_ROUNDS`" + ` rounds in turn (5 by default), so that the two sides of every ratio
+share the machine's state. Each ratio is the ratio of the two medians; beside it are the ratios of
+the rounds (round i of one side against round i of the other) and how many of them meet the target.
+When every round agrees, the sign test gives the confidence of the verdict: were the ratio as
+likely to fall on either side of the target in any round, n rounds would all agree with probability
+2·0.5ⁿ, so n agreeing rounds support it with confidence 1 − 0.5ⁿ (97 % for 5 rounds); rounds that
+disagree support no confident verdict. Nodes are 60 % linux/amd64, 30 % linux/arm64 and 10 % linux/s390x, interleaved.
 Images live in in-memory registries (` + "`internal/registrytest`" + `) served over HTTPS on loopback, each
 request delayed 20 ms. The ArchFilter profile is the default profile plus ArchFilter with the
 plugins and args of ` + "`manifests/scheduler-config/default-scheduler.yaml`" + ` (a test keeps them equal):

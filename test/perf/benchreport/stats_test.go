@@ -56,3 +56,31 @@ func TestSpread(t *testing.T) {
 		})
 	}
 }
+
+func TestRoundsVerdict(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		base, subject []float64
+		want          string // "" when the rounds cannot be paired
+	}{
+		{"five rounds all met", []float64{100, 100, 100, 100, 100}, []float64{99, 100, 101, 102, 98},
+			"per round 0.98–1.02, ≥ 0.98 in 5 of 5 rounds (sign test: met with 97 % confidence)"},
+		{"three rounds all missed", []float64{100, 100, 100}, []float64{80, 90, 85},
+			"per round 0.80–0.90, ≥ 0.98 in 0 of 3 rounds (sign test: missed with 88 % confidence)"},
+		{"rounds disagree", []float64{100, 100, 100, 100, 100}, []float64{99, 90, 101, 102, 97},
+			"per round 0.90–1.02, ≥ 0.98 in 3 of 5 rounds (the rounds disagree: no confident verdict)"},
+		{"unequal rounds", []float64{100, 100}, []float64{99, 100, 101}, ""},
+		{"one round", []float64{100}, []float64{99}, ""},
+		{"zero base", []float64{100, 0}, []float64{99, 100}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := ""
+			if rounds := pairedRatios(tc.base, tc.subject); rounds != nil {
+				got = roundsVerdict(rounds, 0.98)
+			}
+			if got != tc.want {
+				t.Errorf("got %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

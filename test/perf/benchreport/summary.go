@@ -47,7 +47,8 @@ type side struct {
 }
 
 // compare adds the rows of one same-run throughput comparison: each side's median
-// SchedulingThroughput (with its bind rate), and the ratio of the medians.
+// SchedulingThroughput (with its bind rate), and the ratio of the medians with
+// the ratios of the rounds and how confident they make the verdict.
 func compare(r *Results, workload, section string, base, subject side, target float64, ratioLabel string) []Row {
 	b, s := perfName(base.testCase, workload), perfName(subject.testCase, workload)
 	var rows []Row
@@ -73,6 +74,9 @@ func compare(r *Results, workload, section string, base, subject side, target fl
 	bb, _ := r.median(b, bindRate)
 	bs, _ := r.median(s, bindRate)
 	ratioRow.Result = fmt.Sprintf("%s (bind rates: %s)", f2(ratio), f2(bs/bb))
+	if rounds := pairedRatios(r.values(b, throughput), r.values(s, throughput)); rounds != nil {
+		ratioRow.Result += "; " + roundsVerdict(rounds, target)
+	}
 	ratioRow.Status = atLeast(ratio, target)
 	if ratioRow.Status == Missed {
 		ratioRow.Note = throughputNote(r, b, s, ratio, target)

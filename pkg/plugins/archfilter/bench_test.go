@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -40,6 +41,15 @@ func BenchmarkFilter(b *testing.B) {
 	if _, s := h.pl.PreFilter(ctx, state, pod, h.infos); !s.IsSuccess() {
 		b.Fatalf("PreFilter: %v", s)
 	}
+	benchFilterPaths(b, h, func(ni fwk.NodeInfo) *fwk.Status { return h.pl.Filter(ctx, state, pod, ni) })
+}
+
+// benchFilterPaths runs filter on an arm64 node (accepted) and an amd64 node
+// (rejected): serially, and as the scheduler runs Filter, from 16 goroutines
+// at once (its parallelism) on however many cores there are, which shows
+// contention on shared state (atomics, metrics) that a serial loop hides.
+func benchFilterPaths(b *testing.B, h *harness, filter func(fwk.NodeInfo) *fwk.Status) {
+	const schedulerParallelism = 16
 	for _, bc := range []struct {
 		name   string
 		node   string
@@ -48,16 +58,24 @@ func BenchmarkFilter(b *testing.B) {
 		{name: "accept", node: nodeARM64, accept: true},
 		{name: "reject", node: nodeAMD64, accept: false},
 	} {
+		ni := nodeInfo(nodeByName(b, h.nodes, bc.node))
+		if got := filter(ni).IsSuccess(); got != bc.accept {
+			b.Fatalf("Filter(%s) accepted = %v, want %v", bc.node, got, bc.accept)
+		}
 		b.Run(bc.name, func(b *testing.B) {
-			ni := nodeInfo(nodeByName(b, h.nodes, bc.node))
-			if got := h.pl.Filter(ctx, state, pod, ni).IsSuccess(); got != bc.accept {
-				b.Fatalf("Filter(%s) accepted = %v, want %v", bc.node, got, bc.accept)
-			}
 			b.ReportAllocs()
-			b.ResetTimer()
 			for b.Loop() {
-				h.pl.Filter(ctx, state, pod, ni)
+				filter(ni)
 			}
+		})
+		b.Run(fmt.Sprintf("%s-parallel%d", bc.name, schedulerParallelism), func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetParallelism((schedulerParallelism + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					filter(ni)
+				}
+			})
 		})
 	}
 }
@@ -76,26 +94,7 @@ func BenchmarkNodeAffinityFilter(b *testing.B) {
 	if _, s := na.PreFilter(ctx, state, pod, h.infos); !s.IsSuccess() {
 		b.Fatalf("PreFilter: %v", s)
 	}
-	for _, bc := range []struct {
-		name   string
-		node   string
-		accept bool
-	}{
-		{name: "accept", node: nodeARM64, accept: true},
-		{name: "reject", node: nodeAMD64, accept: false},
-	} {
-		b.Run(bc.name, func(b *testing.B) {
-			ni := nodeInfo(nodeByName(b, h.nodes, bc.node))
-			if got := na.Filter(ctx, state, pod, ni).IsSuccess(); got != bc.accept {
-				b.Fatalf("Filter(%s) accepted = %v, want %v", bc.node, got, bc.accept)
-			}
-			b.ReportAllocs()
-			b.ResetTimer()
-			for b.Loop() {
-				na.Filter(ctx, state, pod, ni)
-			}
-		})
-	}
+	benchFilterPaths(b, h, func(ni fwk.NodeInfo) *fwk.Status { return na.Filter(ctx, state, pod, ni) })
 }
 
 func BenchmarkPreFilterWarm(b *testing.B) {

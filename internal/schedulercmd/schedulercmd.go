@@ -39,7 +39,13 @@ func New(opts ...app.Option) *cobra.Command {
 		if f := c.Flags().Lookup("version"); f != nil && f.Value.String() != "false" {
 			fmt.Fprintln(c.OutOrStdout(), version.String())
 		}
+		if err := honourKubeconfigFlag(c); err != nil {
+			return err
+		}
 		return upstream(c, args)
+	}
+	if f := cmd.Flags().Lookup("kubeconfig"); f != nil {
+		f.Usage = kubeconfigFlagUsage
 	}
 	return cmd
 }

@@ -179,3 +179,49 @@ func TestJSONLogging(t *testing.T) {
 		t.Fatalf("scheduler logged nothing (scan error: %v)", scanner.Err())
 	}
 }
+
+// TestKubeconfigFlagNextToConfig runs the README's first command: --config
+// with a configuration that names no kubeconfig, and --kubeconfig. The
+// scheduler must talk to the kubeconfig's server (here an address nothing
+// listens on), where kube-scheduler would ignore the flag and look for an
+// in-cluster configuration.
+func TestKubeconfigFlagNextToConfig(t *testing.T) {
+	dir := filepath.Dir(writeConfig(t, "{}"))
+	config := filepath.Join(dir, "no-kubeconfig.yaml")
+	if err := os.WriteFile(config, []byte(`apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+leaderElection: {leaderElect: false}
+profiles:
+- schedulerName: archfilter-scheduler
+  plugins: {multiPoint: {enabled: [{name: ArchFilter}]}}
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binary(t), "--config", config, "--kubeconfig", filepath.Join(dir, "kubeconfig"),
+		"--secure-port=0", "-v=2")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	scanner := bufio.NewScanner(stderr)
+	var seen []string
+	for scanner.Scan() {
+		line := scanner.Text()
+		if strings.Contains(line, "127.0.0.1:1") {
+			return // the client built from --kubeconfig is in use
+		}
+		if strings.Contains(line, "in-cluster") {
+			t.Fatalf("--kubeconfig was ignored: %s", line)
+		}
+		if seen = append(seen, line); len(seen) > 50 {
+			seen = seen[1:]
+		}
+	}
+	t.Fatalf("the scheduler never mentioned the kubeconfig's server 127.0.0.1:1 (scan: %v); its last lines:\n%s", scanner.Err(), strings.Join(seen, "\n"))
+}

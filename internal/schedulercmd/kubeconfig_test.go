@@ -61,8 +61,10 @@ func TestKubeconfigFlagWithConfig(t *testing.T) {
 			wantConfig: func(c string) string { return c },
 		},
 		{
-			name:    "unreadable config",
-			args:    func(string) []string { return []string{"--config", filepath.Join(dir, "missing.yaml"), "--kubeconfig", kubeconfig} },
+			name: "unreadable config",
+			args: func(string) []string {
+				return []string{"--config", filepath.Join(dir, "missing.yaml"), "--kubeconfig", kubeconfig}
+			},
 			wantErr: "--config: open",
 		},
 	} {

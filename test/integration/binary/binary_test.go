@@ -130,6 +130,11 @@ func TestInvalidArgsStopStartup(t *testing.T) {
 			args: "{maxWiat: 10s}",
 			want: []string{"unknown field", "maxWiat", "ArchFilter"},
 		},
+		{
+			name: "a setting that would do nothing",
+			args: "{archTaintToleration: true}",
+			want: []string{"args.archTaintToleration: true does nothing unless ArchAwareTaintToleration replaces TaintToleration"},
+		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

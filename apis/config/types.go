@@ -60,6 +60,8 @@ type CacheArgs struct {
 	TagTTL      metav1.Duration
 	DigestTTL   metav1.Duration
 	NegativeTTL metav1.Duration
+	// StaleWhileRevalidate: 0 serves no expired answer.
+	StaleWhileRevalidate metav1.Duration
 }
 
 // RegistryConfig mirrors a node runtime's per-registry settings.

@@ -107,6 +107,7 @@ func (in *CacheArgs) DeepCopyInto(out *CacheArgs) {
 	out.TagTTL = in.TagTTL
 	out.DigestTTL = in.DigestTTL
 	out.NegativeTTL = in.NegativeTTL
+	out.StaleWhileRevalidate = in.StaleWhileRevalidate
 	return
 }
 

@@ -131,10 +131,11 @@ func TestAllArgsManifest(t *testing.T) {
 		ResolveTimeout:    metav1.Duration{Duration: 5 * time.Second},
 		Workers:           8,
 		Cache: afconfig.CacheArgs{
-			MaxEntries:  5000,
-			TagTTL:      metav1.Duration{Duration: 2 * time.Minute},
-			DigestTTL:   metav1.Duration{Duration: 12 * time.Hour},
-			NegativeTTL: metav1.Duration{Duration: 10 * time.Second},
+			MaxEntries:           5000,
+			TagTTL:               metav1.Duration{Duration: 2 * time.Minute},
+			DigestTTL:            metav1.Duration{Duration: 12 * time.Hour},
+			NegativeTTL:          metav1.Duration{Duration: 10 * time.Second},
+			StaleWhileRevalidate: metav1.Duration{Duration: 15 * time.Minute},
 		},
 		Registries: []afconfig.RegistryConfig{
 			{Host: "registry.example.com:5000", CAFile: "/etc/archfilter/certs/registry-ca.pem", Mirrors: []string{"mirror.local:5000"}},

@@ -18,19 +18,58 @@ const anonymousScope = "anonymous"
 // A request sees answers obtained anonymously and answers obtained with a credential it
 // holds itself (one that req.Credentials yields for the registry or one of its mirrors),
 // never one obtained with somebody else's credential.
+//
+// Within Cache.StaleWhileRevalidate of its expiry, an expired tag or digest answer is
+// still returned, and a revalidation is queued for the workers (the queue merges it with
+// any other request for the image): pods go on with what is known while one HEAD
+// refreshes it, instead of waiting for it.
 func (r *Resolver) Lookup(req Request) (Result, bool) {
 	ref := r.refs.get(req.Image)
 	if ref.err != nil {
 		cacheHits.Inc()
 		return invalidResult(ref), true
 	}
-	res, ok := r.lookup(req, ref, r.clock.Now())
-	if ok {
+	res, found := r.lookupOrStale(req, ref, r.clock.Now())
+	switch found {
+	case fresh:
 		cacheHits.Inc()
-	} else {
+	case stale:
+		cacheHits.Inc()
+		staleServed.Inc()
+		r.ResolveAsync(req, ignoreResult)
+	default:
 		cacheMisses.Inc()
 	}
-	return res, ok
+	return res, found != missing
+}
+
+// ignoreResult is the callback of background revalidations: the cache is what they update.
+func ignoreResult(Result) {}
+
+// freshness is what Lookup found.
+type freshness uint8
+
+const (
+	missing freshness = iota
+	fresh
+	stale // expired, within Cache.StaleWhileRevalidate
+)
+
+// lookupOrStale is lookup, falling back to an answer that expired less than
+// Cache.StaleWhileRevalidate ago.
+func (r *Resolver) lookupOrStale(req Request, ref *imageRef, now time.Time) (Result, freshness) {
+	if res, ok := r.lookup(req, ref, now); ok {
+		return res, fresh
+	}
+	swr := r.opts.Cache.StaleWhileRevalidate
+	if swr <= 0 {
+		return Result{}, missing
+	}
+	// An answer is usable until swr after it expired: look it up as of then.
+	if res, ok := r.lookup(req, ref, now.Add(-swr)); ok && res.Err == nil {
+		return res, stale
+	}
+	return Result{}, missing
 }
 
 func (r *Resolver) lookup(req Request, ref *imageRef, now time.Time) (Result, bool) {

@@ -23,7 +23,14 @@ var (
 	cacheHits = metrics.NewCounter(&metrics.CounterOpts{
 		Subsystem:      metricsSubsystem,
 		Name:           "cache_hits_total",
-		Help:           "Lookups answered from the cache, failures included.",
+		Help:           "Lookups answered from the cache, failures and stale answers included.",
+		StabilityLevel: metrics.ALPHA,
+	})
+
+	staleServed = metrics.NewCounter(&metrics.CounterOpts{
+		Subsystem:      metricsSubsystem,
+		Name:           "stale_served_total",
+		Help:           "Lookups answered with an expired answer (within cache.staleWhileRevalidate) while a background revalidation refreshes it.",
 		StabilityLevel: metrics.ALPHA,
 	})
 
@@ -70,7 +77,7 @@ var registerMetricsOnce sync.Once
 // resolver starts, since registration is not synchronised with measurement.
 func RegisterMetrics() {
 	registerMetricsOnce.Do(func() {
-		legacyregistry.MustRegister(resolutionDuration, cacheHits, cacheMisses, cacheEntries, registryRequests, failures, pending)
+		legacyregistry.MustRegister(resolutionDuration, cacheHits, staleServed, cacheMisses, cacheEntries, registryRequests, failures, pending)
 	})
 }
 

@@ -11,15 +11,18 @@ import (
 // Defaults for zero Options fields. They match the ArchFilterArgs defaults so that a
 // resolver built without configuration behaves like the plugin's.
 const (
-	DefaultWorkers          = 16
-	DefaultResolveTimeout   = 10 * time.Second
-	DefaultMaxEntries       = 100000
-	DefaultTagTTL           = 5 * time.Minute
-	DefaultDigestTTL        = 24 * time.Hour
-	DefaultNegativeTTL      = 30 * time.Second
-	DefaultMaxManifestBytes = 4 << 20
-	DefaultMaxDescriptors   = 1000
-	DefaultMaxIndexDepth    = 4
+	DefaultWorkers        = 16
+	DefaultResolveTimeout = 10 * time.Second
+	DefaultMaxEntries     = 100000
+	DefaultTagTTL         = 5 * time.Minute
+	DefaultDigestTTL      = 24 * time.Hour
+	DefaultNegativeTTL    = 30 * time.Second
+	// DefaultStaleWhileRevalidate is how long past its expiry an answer may
+	// still be served while a background revalidation refreshes it.
+	DefaultStaleWhileRevalidate = time.Hour
+	DefaultMaxManifestBytes     = 4 << 20
+	DefaultMaxDescriptors       = 1000
+	DefaultMaxIndexDepth        = 4
 )
 
 // Endpoint is one place a registry's content is fetched from: a mirror or the registry
@@ -43,6 +46,12 @@ type CacheOptions struct {
 	DigestTTL time.Duration
 	// NegativeTTL is how long a failure is served before the next attempt.
 	NegativeTTL time.Duration
+	// StaleWhileRevalidate is how long after a tag or digest answer expires
+	// Lookup still serves it, starting a revalidation in the background, so
+	// that pods are not held while one HEAD request refreshes what they
+	// already know. Zero means DefaultStaleWhileRevalidate; negative turns it
+	// off (an expired answer is a miss). Failures are never served stale.
+	StaleWhileRevalidate time.Duration
 }
 
 // Options configures New. Zero fields take the defaults above.
@@ -104,6 +113,7 @@ func (o Options) withDefaults() (Options, error) {
 	setDefault(&o.Cache.TagTTL, DefaultTagTTL)
 	setDefault(&o.Cache.DigestTTL, DefaultDigestTTL)
 	setDefault(&o.Cache.NegativeTTL, DefaultNegativeTTL)
+	setDefault(&o.Cache.StaleWhileRevalidate, DefaultStaleWhileRevalidate)
 	setDefault(&o.MaxManifestBytes, DefaultMaxManifestBytes)
 	setDefault(&o.MaxDescriptors, DefaultMaxDescriptors)
 	setDefault(&o.MaxIndexDepth, DefaultMaxIndexDepth)

@@ -49,7 +49,8 @@ func TestRequestCounts(t *testing.T) {
 			singleConfig := configDigest(t, f, single)
 
 			clk := testingclock.NewFakeClock(time.Now())
-			r := newTestResolver(t, Options{Clock: clk, Cache: CacheOptions{TagTTL: time.Minute, DigestTTL: time.Hour}})
+			// Expired answers are misses here: each step counts what one resolution sends.
+			r := newTestResolver(t, Options{Clock: clk, Cache: CacheOptions{TagTTL: time.Minute, DigestTTL: time.Hour, StaleWhileRevalidate: -1}})
 			c := credsFor(m.Host(), cred("user", "user", "pass"))
 			if len(tc.opts) == 0 {
 				c = nil

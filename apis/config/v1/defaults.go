@@ -16,6 +16,8 @@ const (
 	DefaultCacheTagTTL      = 5 * time.Minute
 	DefaultCacheDigestTTL   = 24 * time.Hour
 	DefaultCacheNegativeTTL = 30 * time.Second
+	// DefaultCacheStaleWhileRevalidate matches the resolver's default.
+	DefaultCacheStaleWhileRevalidate = time.Hour
 )
 
 // DefaultExcludedNamespaces hold the cluster's own components, whose images are
@@ -38,6 +40,7 @@ func SetDefaults_ArchFilterArgs(obj *ArchFilterArgs) {
 	setDuration(&obj.Cache.TagTTL, DefaultCacheTagTTL)
 	setDuration(&obj.Cache.DigestTTL, DefaultCacheDigestTTL)
 	setDuration(&obj.Cache.NegativeTTL, DefaultCacheNegativeTTL)
+	setDuration(&obj.Cache.StaleWhileRevalidate, DefaultCacheStaleWhileRevalidate)
 	// nil means "not written": an explicit [] is the user's way to exclude nothing.
 	if obj.ExcludedNamespaces == nil {
 		obj.ExcludedNamespaces = append([]string(nil), DefaultExcludedNamespaces...)

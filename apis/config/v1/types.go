@@ -104,6 +104,11 @@ type CacheArgs struct {
 	DigestTTL *metav1.Duration `json:"digestTTL,omitempty"`
 	// NegativeTTL is how long a failed resolution is remembered. Default: 30s.
 	NegativeTTL *metav1.Duration `json:"negativeTTL,omitempty"`
+	// StaleWhileRevalidate is how long after a tag or digest answer expires it
+	// is still used, while one HEAD request in the background refreshes it, so
+	// pods are not held for the refresh. Failures are never served stale.
+	// "0s" turns it off. Default: 1h.
+	StaleWhileRevalidate *metav1.Duration `json:"staleWhileRevalidate,omitempty"`
 }
 
 // RegistryConfig holds the settings for one registry host.

@@ -169,6 +169,9 @@ func autoConvert_v1_CacheArgs_To_config_CacheArgs(in *CacheArgs, out *config.Cac
 	if err := metav1.Convert_Pointer_v1_Duration_To_v1_Duration(&in.NegativeTTL, &out.NegativeTTL, s); err != nil {
 		return err
 	}
+	if err := metav1.Convert_Pointer_v1_Duration_To_v1_Duration(&in.StaleWhileRevalidate, &out.StaleWhileRevalidate, s); err != nil {
+		return err
+	}
 	return nil
 }
 
@@ -188,6 +191,9 @@ func autoConvert_config_CacheArgs_To_v1_CacheArgs(in *config.CacheArgs, out *Cac
 		return err
 	}
 	if err := metav1.Convert_v1_Duration_To_Pointer_v1_Duration(&in.NegativeTTL, &out.NegativeTTL, s); err != nil {
+		return err
+	}
+	if err := metav1.Convert_v1_Duration_To_Pointer_v1_Duration(&in.StaleWhileRevalidate, &out.StaleWhileRevalidate, s); err != nil {
 		return err
 	}
 	return nil

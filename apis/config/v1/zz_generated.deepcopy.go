@@ -152,6 +152,11 @@ func (in *CacheArgs) DeepCopyInto(out *CacheArgs) {
 		*out = new(metav1.Duration)
 		**out = **in
 	}
+	if in.StaleWhileRevalidate != nil {
+		in, out := &in.StaleWhileRevalidate, &out.StaleWhileRevalidate
+		*out = new(metav1.Duration)
+		**out = **in
+	}
 	return
 }
 

@@ -120,6 +120,9 @@ func validateCache(p *field.Path, c *config.CacheArgs) field.ErrorList {
 	errs = append(errs, validatePositiveDuration(p.Child("tagTTL"), c.TagTTL, year)...)
 	errs = append(errs, validatePositiveDuration(p.Child("digestTTL"), c.DigestTTL, year)...)
 	errs = append(errs, validatePositiveDuration(p.Child("negativeTTL"), c.NegativeTTL, year)...)
+	if d := c.StaleWhileRevalidate.Duration; d < 0 || d > year {
+		errs = append(errs, field.Invalid(p.Child("staleWhileRevalidate"), d.String(), fmt.Sprintf("must be at least 0 (off) and at most %s", year)))
+	}
 	return errs
 }
 

@@ -133,14 +133,20 @@ func TestValidateArchFilterArgs(t *testing.T) {
 		{
 			name: "bad cache",
 			mutate: func(a *config.ArchFilterArgs) {
-				a.Cache = config.CacheArgs{MaxEntries: 0, TagTTL: metav1.Duration{}, DigestTTL: metav1.Duration{Duration: -1}, NegativeTTL: metav1.Duration{}}
+				a.Cache = config.CacheArgs{MaxEntries: 0, TagTTL: metav1.Duration{}, DigestTTL: metav1.Duration{Duration: -1}, NegativeTTL: metav1.Duration{},
+					StaleWhileRevalidate: metav1.Duration{Duration: -time.Second}}
 			},
 			want: []fieldError{
 				{field.ErrorTypeInvalid, "args.cache.maxEntries"},
 				{field.ErrorTypeInvalid, "args.cache.tagTTL"},
 				{field.ErrorTypeInvalid, "args.cache.digestTTL"},
 				{field.ErrorTypeInvalid, "args.cache.negativeTTL"},
+				{field.ErrorTypeInvalid, "args.cache.staleWhileRevalidate"},
 			},
+		},
+		{
+			name:   "staleWhileRevalidate 0 turns it off",
+			mutate: func(a *config.ArchFilterArgs) { a.Cache.StaleWhileRevalidate = metav1.Duration{} },
 		},
 		{
 			name: "bad registries",

@@ -1,6 +1,7 @@
 package archfilter
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 
@@ -37,6 +38,8 @@ func newRegistryDeps(ctx context.Context, args *config.ArchFilterArgs, h schedfw
 			TagTTL:      args.Cache.TagTTL.Duration,
 			DigestTTL:   args.Cache.DigestTTL.Duration,
 			NegativeTTL: args.Cache.NegativeTTL.Duration,
+			// The resolver reads zero as its default; the args' zero is "off".
+			StaleWhileRevalidate: cmp.Or(args.Cache.StaleWhileRevalidate.Duration, -1),
 		},
 		Transport: tr.RoundTripper(),
 		Endpoints: tr.Endpoints,

@@ -43,7 +43,8 @@ func TestRequestCountsDistribution(t *testing.T) {
 	clk := testingclock.NewFakeClock(time.Now())
 	r := newResolver(t, transport.Options{}, resolver.Options{
 		Clock: clk,
-		Cache: resolver.CacheOptions{TagTTL: time.Minute, DigestTTL: time.Hour},
+		// Expired answers are misses here: each step counts what one resolution sends.
+		Cache: resolver.CacheOptions{TagTTL: time.Minute, DigestTTL: time.Hour, StaleWhileRevalidate: -1},
 	})
 	creds := podSecretCredentials(t, host)
 	resolve := func(t *testing.T, p registrytest.Pushed, digestRef bool) resolver.Result {

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	k8sversion "k8s.io/component-base/version"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/utils/clock"
@@ -22,6 +23,7 @@ import (
 	"github.com/archfilter/archfilter/apis/config/validation"
 	"github.com/archfilter/archfilter/internal/schedfw"
 	"github.com/archfilter/archfilter/pkg/resolver"
+	"github.com/archfilter/archfilter/pkg/version"
 )
 
 // Name is the plugin name used in KubeSchedulerConfiguration profiles.
@@ -72,6 +74,7 @@ func New(ctx context.Context, obj runtime.Object, h schedfw.Handle) (schedfw.Plu
 	if err != nil {
 		return nil, err
 	}
+	logStart(klog.FromContext(ctx), args)
 	return newPlugin(ctx, args, h, deps)
 }
 
@@ -157,4 +160,17 @@ func request(image string, creds resolver.Credentials) resolver.Request {
 // are never shared.
 func statusf(code fwk.Code, format string, args ...any) *fwk.Status {
 	return fwk.NewStatus(code, fmt.Sprintf(format, args...))
+}
+
+// logStart says, in one line, which archfilter runs and with what effective
+// settings: what an operator reads first when a pod lands somewhere unexpected.
+func logStart(logger klog.Logger, args *config.ArchFilterArgs) {
+	logger.Info("ArchFilter enabled", "version", version.Version, "kubernetes", k8sversion.Get().GitVersion,
+		"failurePolicy", args.FailurePolicy, "fallbackPlatforms", args.FallbackPlatforms,
+		"maxWait", args.MaxWait.Duration, "resolveTimeout", args.ResolveTimeout.Duration, "workers", args.Workers,
+		"tagTTL", args.Cache.TagTTL.Duration, "staleWhileRevalidate", args.Cache.StaleWhileRevalidate.Duration,
+		"registries", len(args.Registries), "allowedRegistries", args.AllowedRegistries, "deniedRegistries", args.DeniedRegistries,
+		"preferredPlatforms", len(args.PreferredPlatforms), "daemonSetPolicy", args.DaemonSetPolicy,
+		"archTaintToleration", args.ArchTaintToleration, "run32BitImagesOn", args.Run32BitImagesOn,
+		"excludedNamespaces", args.ExcludedNamespaces, "namespaceSelector", args.NamespaceSelector != nil)
 }

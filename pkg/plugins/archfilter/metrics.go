@@ -5,6 +5,9 @@ import (
 
 	"k8s.io/component-base/metrics"
 	"k8s.io/component-base/metrics/legacyregistry"
+	k8sversion "k8s.io/component-base/version"
+
+	"github.com/archfilter/archfilter/pkg/version"
 )
 
 const subsystem = "archfilter"
@@ -41,6 +44,12 @@ var (
 		Help:           "Nodes rejected by Filter because their platform does not run the pod's images.",
 		StabilityLevel: metrics.ALPHA,
 	})
+	buildInfo = metrics.NewGaugeVec(&metrics.GaugeOpts{
+		Subsystem:      subsystem,
+		Name:           "build_info",
+		Help:           "Always 1, labelled with archfilter's version (with the flavour suffix, e.g. -k8s1.34) and the Kubernetes version it is built from.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"version", "kubernetes_version"})
 	failOpen = metrics.NewCounter(&metrics.CounterOpts{
 		Subsystem:      subsystem,
 		Name:           "fail_open_total",
@@ -53,6 +62,7 @@ var registerOnce sync.Once
 
 func registerMetrics() {
 	registerOnce.Do(func() {
-		legacyregistry.MustRegister(podsHeld, podsReleased, podWaitSeconds, filterRejections, nodeRejections, failOpen)
+		legacyregistry.MustRegister(podsHeld, podsReleased, podWaitSeconds, filterRejections, nodeRejections, failOpen, buildInfo)
+		buildInfo.WithLabelValues(version.Version, k8sversion.Get().GitVersion).Set(1)
 	})
 }

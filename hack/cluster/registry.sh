@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
-# Runs two local CNCF Distribution registries (Debian's docker-registry) on the
-# loopback interface, with filesystem storage under .cache/registry/$REGISTRY_SET/
+# Runs two local CNCF Distribution registries (Debian's docker-registry), by
+# default on the loopback interface, with filesystem storage under .cache/registry/$REGISTRY_SET/
 # (REGISTRY_SET: demo by default; the e2e suite uses its own set and ports):
-#   public   127.0.0.1:$REGISTRY_PORT          (default 5001), anonymous
-#   private  127.0.0.1:$PRIVATE_REGISTRY_PORT  (default 5002), htpasswd auth
+#   public   $REGISTRY_HOST:$REGISTRY_PORT          (default 5001), anonymous
+#   private  $REGISTRY_HOST:$PRIVATE_REGISTRY_PORT  (default 5002), htpasswd auth
 #            user $PRIVATE_REGISTRY_USER / $PRIVATE_REGISTRY_PASSWORD
 # Distribution's auth covers a whole registry, hence two of them.
-# REGISTRY_TLS=1 serves both over HTTPS with a certificate for 127.0.0.1 and
-# localhost signed by a CA of their own (.cache/registry/$REGISTRY_SET/tls/ca.crt,
-# printed by `env` as REGISTRY_CA), as real nodes' container runtimes want.
+# REGISTRY_HOST (default 127.0.0.1) is the address they listen on (a real
+# node's pods reach them on the node's address). REGISTRY_TLS=1 serves both
+# over HTTPS with a certificate for REGISTRY_HOST signed by a CA of their
+# own (.cache/registry/$REGISTRY_SET/tls/ca.crt, printed by `env` as
+# REGISTRY_CA), as real nodes' container runtimes want.
 #
 # Usage: hack/cluster/registry.sh up|down|stop|status|env
 #   up      start both (or keep them if already serving); installs the Debian
@@ -25,6 +27,7 @@ REGISTRY_PORT=${REGISTRY_PORT:-5001}
 PRIVATE_REGISTRY_PORT=${PRIVATE_REGISTRY_PORT:-5002}
 PRIVATE_REGISTRY_USER=${PRIVATE_REGISTRY_USER:-demo}
 PRIVATE_REGISTRY_PASSWORD=${PRIVATE_REGISTRY_PASSWORD:-archfilter-demo}
+REGISTRY_HOST=${REGISTRY_HOST:-127.0.0.1}
 REGISTRY_TLS=${REGISTRY_TLS:-}
 TLS_DIR=$REGISTRY_DIR/tls
 SCHEME=http
@@ -32,16 +35,16 @@ SCHEME=http
 
 # tls_certs writes (once) a CA and the registries' serving certificate.
 tls_certs() {
-  [[ -f $TLS_DIR/registry.crt ]] && return
+  [[ -f $TLS_DIR/registry.crt ]] && grep -q "IP:$REGISTRY_HOST$" "$TLS_DIR/ext.cnf" 2>/dev/null && return
   need_cmd openssl "apt-get install openssl"
   mkdir -p "$TLS_DIR"
   (
     cd "$TLS_DIR"
     openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 7 -subj "/CN=archfilter local registry CA" \
       -keyout ca.key -out ca.crt 2>/dev/null
-    openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=127.0.0.1" \
+    openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=$REGISTRY_HOST" \
       -keyout registry.key -out registry.csr 2>/dev/null
-    printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n' >ext.cnf
+    printf 'extendedKeyUsage=serverAuth\nsubjectAltName=IP:%s\n' "$REGISTRY_HOST" >ext.cnf
     openssl x509 -req -in registry.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 7 -extfile ext.cnf \
       -out registry.crt 2>/dev/null
   ) || die "generating the registry's TLS certificates in $TLS_DIR failed"
@@ -49,7 +52,7 @@ tls_certs() {
 
 status_code() { # status_code PORT [USER:PASS] -> HTTP status of GET /v2/, 000 if down
   curl -s -o /dev/null -w '%{http_code}' --max-time 2 ${2:+-u "$2"} ${REGISTRY_TLS:+--cacert "$TLS_DIR/ca.crt"} \
-    "$SCHEME://127.0.0.1:$1/v2/" || true
+    "$SCHEME://$REGISTRY_HOST:$1/v2/" || true
 }
 
 start_one() { # start_one NAME PORT [htpasswd]
@@ -57,10 +60,10 @@ start_one() { # start_one NAME PORT [htpasswd]
   code=$(status_code "$port")
   if [[ $code == 200 || $code == 401 ]]; then
     if [[ -f $dir/pid ]] && kill -0 "$(cat "$dir/pid")" 2>/dev/null; then
-      info "$name registry already serving on 127.0.0.1:$port"
+      info "$name registry already serving on $REGISTRY_HOST:$port"
       return
     fi
-    die "127.0.0.1:$port answers /v2/ but is not our $name registry: stop it or pick other ports (REGISTRY_PORT, PRIVATE_REGISTRY_PORT)"
+    die "$REGISTRY_HOST:$port answers /v2/ but is not our $name registry: stop it or pick other ports (REGISTRY_PORT, PRIVATE_REGISTRY_PORT)"
   fi
   mkdir -p "$dir/data"
   {
@@ -68,9 +71,9 @@ start_one() { # start_one NAME PORT [htpasswd]
     echo "log: {level: warn, accesslog: {disabled: true}}"
     echo "storage: {filesystem: {rootdirectory: $dir/data}, delete: {enabled: true}}"
     if [[ -n $REGISTRY_TLS ]]; then
-      echo "http: {addr: 127.0.0.1:$port, secret: archfilter-demo, tls: {certificate: $TLS_DIR/registry.crt, key: $TLS_DIR/registry.key}}"
+      echo "http: {addr: $REGISTRY_HOST:$port, secret: archfilter-demo, tls: {certificate: $TLS_DIR/registry.crt, key: $TLS_DIR/registry.key}}"
     else
-      echo "http: {addr: 127.0.0.1:$port, secret: archfilter-demo}"
+      echo "http: {addr: $REGISTRY_HOST:$port, secret: archfilter-demo}"
     fi
     if [[ -n $auth ]]; then
       echo "auth: {htpasswd: {realm: archfilter-demo, path: $dir/htpasswd}}"
@@ -87,13 +90,13 @@ start_one() { # start_one NAME PORT [htpasswd]
   for _ in $(seq 100); do
     code=$(status_code "$port")
     if [[ $code == 200 || $code == 401 ]]; then
-      info "$name registry serving on 127.0.0.1:$port (pid $pid, log $dir/log)"
+      info "$name registry serving on $REGISTRY_HOST:$port (pid $pid, log $dir/log)"
       return
     fi
     kill -0 "$pid" 2>/dev/null || { cat "$dir/log" >&2; die "$name registry exited (log above)"; }
     sleep 0.1
   done
-  die "$name registry did not answer on 127.0.0.1:$port within 10s (log: $dir/log)"
+  die "$name registry did not answer on $REGISTRY_HOST:$port within 10s (log: $dir/log)"
 }
 
 stop_one() { # stop_one NAME [keep]
@@ -111,7 +114,7 @@ stop_one() { # stop_one NAME [keep]
 }
 
 print_env() {
-  printf '%s\n' "REGISTRY=127.0.0.1:$REGISTRY_PORT" "PRIVATE_REGISTRY=127.0.0.1:$PRIVATE_REGISTRY_PORT" \
+  printf '%s\n' "REGISTRY=$REGISTRY_HOST:$REGISTRY_PORT" "PRIVATE_REGISTRY=$REGISTRY_HOST:$PRIVATE_REGISTRY_PORT" \
     "PRIVATE_REGISTRY_USER=$PRIVATE_REGISTRY_USER" "PRIVATE_REGISTRY_PASSWORD=$PRIVATE_REGISTRY_PASSWORD"
   [[ -z $REGISTRY_TLS ]] || echo "REGISTRY_CA=$TLS_DIR/ca.crt"
 }
@@ -131,14 +134,15 @@ case ${1:-up} in
   down)
     stop_one public
     stop_one private
+    rm -rf "$TLS_DIR"
     ;;
   stop)
     stop_one public keep
     stop_one private keep
     ;;
   status)
-    echo "public  127.0.0.1:$REGISTRY_PORT: HTTP $(status_code "$REGISTRY_PORT")"
-    echo "private 127.0.0.1:$PRIVATE_REGISTRY_PORT: HTTP $(status_code "$PRIVATE_REGISTRY_PORT" "$PRIVATE_REGISTRY_USER:$PRIVATE_REGISTRY_PASSWORD")"
+    echo "public  $REGISTRY_HOST:$REGISTRY_PORT: HTTP $(status_code "$REGISTRY_PORT")"
+    echo "private $REGISTRY_HOST:$PRIVATE_REGISTRY_PORT: HTTP $(status_code "$PRIVATE_REGISTRY_PORT" "$PRIVATE_REGISTRY_USER:$PRIVATE_REGISTRY_PASSWORD")"
     ;;
   env) print_env ;;
   *) die "usage: $0 up|down|stop|status|env" ;;

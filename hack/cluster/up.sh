@@ -15,7 +15,9 @@
 # binary) is reused (a second or two); otherwise it is recreated (~5 seconds).
 #
 # Environment: CLUSTER_NAME (default archfilter), ARCHFILTER_CACHE (default .cache),
-# ARCHFILTER_SCHEDULER_BINARY (default bin/archfilter-scheduler).
+# ARCHFILTER_SCHEDULER_BINARY (default bin/archfilter-scheduler), KWOK_EXTRA_ARGS
+# (space-separated component=flag=value for kwokctl --extra-args; hack/node
+# uses it to leave its real node to its kubelet).
 # Prints nothing on stdout but the kubeconfig path, so scripts can capture it.
 set -euo pipefail
 # shellcheck source=hack/cluster/lib.sh
@@ -43,7 +45,7 @@ DEMO_BIN=$TOOLS_DIR/archfilter-demo
 # Everything that, when changed, requires a new cluster.
 spec=$(printf '%s\n' "kube=$KUBE_VERSION" "kcm=$KCM_VERSION" "kwok=$KWOK_VERSION" "etcd=$ETCD_VERSION" \
   "scheduler=$SCHEDULER_BIN $(stat -c '%s %Y' "$SCHEDULER_BIN")" "no-scheduler=$no_scheduler" \
-  "config=${scheduler_config:+$(sha256sum <"$scheduler_config" | cut -c1-16)}")
+  "config=${scheduler_config:+$(sha256sum <"$scheduler_config" | cut -c1-16)}" "extra-args=${KWOK_EXTRA_ARGS:-}")
 
 kwokctl() { "$KWOKCTL_BIN" --name "$CLUSTER_NAME" "$@"; }
 
@@ -74,6 +76,9 @@ else
     --kube-controller-manager-binary "$KCM_BIN"
     --kwok-controller-binary "$KWOK_BIN"
   )
+  for extra in ${KWOK_EXTRA_ARGS:-}; do
+    args+=(--extra-args "$extra")
+  done
   if $no_scheduler; then
     args+=(--disable kube-scheduler)
   else

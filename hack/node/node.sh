@@ -27,26 +27,29 @@ export REGISTRY_SET=${REGISTRY_SET:-node}
 export REGISTRY_PORT=${REGISTRY_PORT:-5021}
 export PRIVATE_REGISTRY_PORT=${PRIVATE_REGISTRY_PORT:-5022}
 export REGISTRY_TLS=1
+NODE_IP=${NODE_IP:-10.213.0.1}
+# The registries listen on the node's address: containerd and pods reach it.
+export REGISTRY_HOST=$NODE_IP
 # shellcheck source=hack/cluster/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../cluster/lib.sh"
 
 NETNS=${NETNS:-$CLUSTER_NAME}
 NODE_NAME=${NODE_NAME:-real-linux-amd64}
-NODE_IP=${NODE_IP:-10.213.0.1}
 POD_SUBNET=${POD_SUBNET:-10.213.1.0/24}
 DIR=$ARCHFILTER_CACHE/node/$CLUSTER_NAME
 KUBELET_BIN=$TOOLS_DIR/kube-$KUBE_VERSION/kubelet
+KUBECTL_BIN=$TOOLS_DIR/kube-$KUBE_VERSION/kubectl
 KUBECONFIG_OUT=$ARCHFILTER_CACHE/$CLUSTER_NAME.kubeconfig
 CGROUP_ROOT=/$CLUSTER_NAME
 SOCK=$DIR/containerd/containerd.sock
-PAUSE_IMAGE=127.0.0.1:$REGISTRY_PORT/archfilter-e2e/pause:v1
+PAUSE_IMAGE=$NODE_IP:$REGISTRY_PORT/archfilter-e2e/pause:v1
 CNI_BIN_DIR=${CNI_BIN_DIR:-/usr/lib/cni}
 
 in_netns() { nsenter --net="/run/netns/$NETNS" "$@"; }
 
 print_env() {
   printf '%s\n' "NETNS=$NETNS" "NODE_NAME=$NODE_NAME" "NODE_IP=$NODE_IP" "KUBECONFIG=$KUBECONFIG_OUT" \
-    "NODE_DIR=$DIR" "PAUSE_IMAGE=$PAUSE_IMAGE" "CONTAINERD_ADDRESS=$SOCK" "KUBE_VERSION=$KUBE_VERSION"
+    "NODE_DIR=$DIR" "KUBECTL=$KUBECTL_BIN" "PAUSE_IMAGE=$PAUSE_IMAGE" "CONTAINERD_ADDRESS=$SOCK" "KUBE_VERSION=$KUBE_VERSION"
   "$ROOT/hack/cluster/registry.sh" env
 }
 
@@ -69,11 +72,18 @@ packages() {
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
 }
 
-# build_kubelet builds kubelet $KUBE_VERSION (once), like tools.sh builds the
-# control plane. kubelet needs modules the project's go.sum does not list, so
-# it is built with a copy of the flavour's module file under .cache/src.
-build_kubelet() {
-  [[ -x $KUBELET_BIN ]] && return
+# build_node_tools builds kubelet and kubectl $KUBE_VERSION (once), like
+# tools.sh builds the control plane. They need modules the project's go.sum
+# does not list, so they are built with a copy of the flavour's module file
+# under .cache/src.
+build_node_tools() {
+  build_kube_cmd kubelet "$KUBELET_BIN"
+  build_kube_cmd kubectl "$KUBECTL_BIN"
+}
+
+build_kube_cmd() { # build_kube_cmd NAME OUT
+  local cmd=$1 out=$2
+  [[ -x $out ]] && return
   local start src modfile=go.mod v=${KUBE_VERSION#v}
   start=$(date +%s)
   if [[ $KUBE_VERSION == "$K8S134_KUBE_VERSION" ]]; then
@@ -81,17 +91,19 @@ build_kubelet() {
   elif [[ $KUBE_VERSION != "$MAIN_KUBE_VERSION" ]]; then
     die "kubelet $KUBE_VERSION: only the flavours' versions ($MAIN_KUBE_VERSION, $K8S134_KUBE_VERSION) are built here"
   fi
-  src=$ARCHFILTER_CACHE/src/kubelet-$KUBE_VERSION
-  mkdir -p "$src" "$(dirname "$KUBELET_BIN")"
-  cp "$ROOT/$modfile" "$src/go.mod"
-  cp "$ROOT/${modfile%.mod}.sum" "$src/go.sum"
-  log "building kubelet $KUBE_VERSION (once; a few minutes, ~2 GB RAM)"
+  src=$ARCHFILTER_CACHE/src/node-$KUBE_VERSION
+  mkdir -p "$src" "$(dirname "$out")"
+  if [[ ! -f $src/go.sum ]]; then
+    cp "$ROOT/$modfile" "$src/go.mod"
+    cp "$ROOT/${modfile%.mod}.sum" "$src/go.sum"
+  fi
+  log "building $cmd $KUBE_VERSION (once; a few minutes, ~2 GB RAM)"
   local cv=k8s.io/component-base/version
   (cd "$ROOT" && CGO_ENABLED=0 $NICE go build -modfile="$src/go.mod" -mod=mod -trimpath \
     -ldflags "-s -w -X $cv.gitVersion=$KUBE_VERSION -X $cv.gitMajor=${v%%.*} -X $cv.gitMinor=$(cut -d. -f2 <<<"$v") -X $cv.gitTreeState=clean -X $cv.buildDate=1970-01-01T00:00:00Z" \
-    -o "$KUBELET_BIN.tmp" k8s.io/kubernetes/cmd/kubelet)
-  mv "$KUBELET_BIN.tmp" "$KUBELET_BIN"
-  info "kubelet built in $(since "$start")"
+    -o "$out.tmp" "k8s.io/kubernetes/cmd/$cmd")
+  mv "$out.tmp" "$out"
+  info "$cmd built in $(since "$start")"
 }
 
 netns_up() {
@@ -131,6 +143,10 @@ disabled_plugins = ["io.containerd.internal.v1.opt", "io.containerd.snapshotter.
   sandbox_image = "$PAUSE_IMAGE"
   netns_mounts_under_state_dir = true
   stream_server_address = "127.0.0.1"
+  # Processes here lack CAP_SYS_RESOURCE (check CapEff in /proc/self/status):
+  # runc cannot lower a container's oom_score_adj below containerd's own
+  # (kubelet asks -998 for sandboxes), so clamp it as rootless setups do.
+  restrict_oom_score_adj = true
   [plugins."io.containerd.grpc.v1.cri".containerd]
     snapshotter = "overlayfs"
   [plugins."io.containerd.grpc.v1.cri".cni]
@@ -141,7 +157,7 @@ disabled_plugins = ["io.containerd.internal.v1.opt", "io.containerd.snapshotter.
 EOF
   # Every registry host containerd may pull from, with the CA that signed it.
   local host
-  for host in "127.0.0.1:$REGISTRY_PORT" "127.0.0.1:$PRIVATE_REGISTRY_PORT"; do
+  for host in "$NODE_IP:$REGISTRY_PORT" "$NODE_IP:$PRIVATE_REGISTRY_PORT"; do
     mkdir -p "$DIR/containerd/certs.d/$host"
     cp "$ca" "$DIR/containerd/certs.d/$host/ca.crt"
     cat >"$DIR/containerd/certs.d/$host/hosts.toml" <<EOF
@@ -153,14 +169,17 @@ server = "https://$host"
 EOF
   done
   # Pods that are not host-network get an address on a bridge inside the
-  # run's network namespace, and no route out of it (no masquerade, no gateway).
+  # run's network namespace; their gateway is the bridge, i.e. the namespace,
+  # where the API server and the registries listen (no masquerade: nothing
+  # is forwarded out of the namespace).
   cat >"$DIR/cni/net.d/10-archfilter.conflist" <<EOF
 {
   "cniVersion": "0.4.0",
   "name": "archfilter-node",
   "plugins": [
-    {"type": "bridge", "bridge": "af-cni0", "isGateway": false, "ipMasq": false,
-     "ipam": {"type": "host-local", "dataDir": "$DIR/cni/ipam", "ranges": [[{"subnet": "$POD_SUBNET"}]]}},
+    {"type": "bridge", "bridge": "af-cni0", "isGateway": true, "ipMasq": false,
+     "ipam": {"type": "host-local", "dataDir": "$DIR/cni/ipam", "ranges": [[{"subnet": "$POD_SUBNET"}]],
+              "routes": [{"dst": "0.0.0.0/0"}]}},
     {"type": "loopback"}
   ]
 }
@@ -225,7 +244,7 @@ node_up() {
   local start
   start=$(date +%s)
   for _ in $(seq 600); do
-    if in_netns env KUBECONFIG="$KUBECONFIG_OUT" kubectl get node "$NODE_NAME" \
+    if in_netns "$KUBECTL_BIN" --kubeconfig "$KUBECONFIG_OUT" get node "$NODE_NAME" \
       -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null | grep -qx True; then
       info "node $NODE_NAME Ready in $(since "$start") (logs: $DIR/logs)"
       return
@@ -262,10 +281,6 @@ stop_pid_file() { # stop_pid_file FILE: SIGTERM, then SIGKILL after 15s
 }
 
 down() {
-  if [[ -f $DIR/kubelet.pid && -f $KUBECONFIG_OUT ]] && [[ -e /run/netns/$NETNS ]]; then
-    # Let kubelet stop its pods the normal way first (bounded).
-    in_netns env KUBECONFIG="$KUBECONFIG_OUT" kubectl delete node "$NODE_NAME" --wait=false >/dev/null 2>&1 || true
-  fi
   stop_pid_file "$DIR/kubelet.pid"
   if [[ -f $DIR/containerd.pid ]] && kill -0 "$(cat "$DIR/containerd.pid")" 2>/dev/null; then
     # Stop every container (the shims exit with them) before containerd.
@@ -309,13 +324,17 @@ up() {
   start=$(date +%s)
   packages
   "$ROOT/hack/cluster/tools.sh"
-  build_kubelet
+  build_node_tools
   down
   mkdir -p "$DIR/logs"
   netns_up
   in_netns "$ROOT/hack/cluster/registry.sh" up
   log "KWOK control plane $CLUSTER_NAME in network namespace $NETNS"
-  in_netns "$ROOT/hack/cluster/up.sh" >/dev/null
+  # kwok manages only its fake nodes (the annotation test/e2e's fake nodes
+  # carry), not the real one; the API server reaches the kubelet by its
+  # address (there is no DNS in the namespace).
+  KWOK_EXTRA_ARGS="kwok-controller=manage-all-nodes=false kwok-controller=manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake kube-apiserver=kubelet-preferred-address-types=InternalIP" \
+    in_netns "$ROOT/hack/cluster/up.sh" >/dev/null
   write_configs
   log "real node $NODE_NAME: kubelet $KUBE_VERSION, $(containerd --version | awk '{print "containerd", $3}'), $(runc --version | head -1)"
   node_up

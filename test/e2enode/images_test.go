@@ -16,7 +16,8 @@ import (
 	ggcrv1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
-	"github.com/archfilter/archfilter/internal/ociimage")
+	"github.com/archfilter/archfilter/internal/ociimage"
+)
 
 // program is a small static Go main of ./images, built into an image.
 type program struct {

@@ -170,6 +170,10 @@ E2E_MATRIX     ?= main:$(KUBE_VERSION):$(KUBE_VERSION) main:v1.37.2:$(KUBE_VERSI
 e2e: build ## End-to-end tests on local KWOK clusters, once per cell of E2E_MATRIX (each brought up and removed).
 	E2E_TIMEOUT=$(E2E_TIMEOUT) GOTESTFLAGS="$(GOTESTFLAGS)" hack/cluster/e2e-matrix.sh $(E2E_MATRIX)
 
+.PHONY: e2e-node
+e2e-node: build-main ## A real linux/amd64 node (kubelet, Debian's containerd and runc; root) beside KWOK nodes: archfilter deployed with kubectl apply -k, the real exec format error and the fix.
+	ARCHFILTER_SCHEDULER_BINARY=$(abspath $(BINARY)) hack/node/e2e-node.sh
+
 .PHONY: e2e-kind
 e2e-kind: ## End-to-end tests on a kind cluster (needs Docker, kind, kubectl; cannot run without a Docker engine).
 	E2E_PROVIDER=kind $(GO) test $(GOTESTFLAGS) -count=1 -timeout $(E2E_TIMEOUT) -v ./test/e2e/...

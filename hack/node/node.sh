@@ -18,7 +18,7 @@
 # containerd and kubelet also get a mount namespace of their own, with a
 # tmpfs on /run/containerd: their mounts (overlay rootfs, pod volumes,
 # network namespaces) never appear on the host and vanish with them.
-# State: .cache/node/$CLUSTER_NAME; cgroups under /$CLUSTER_NAME.
+# State: .cache/node/$CLUSTER_NAME; cgroups under /$NETNS.
 # Needs root. Environment: CLUSTER_NAME (archfilter-node), NODE_NAME
 # (real-linux-amd64), NODE_IP (10.213.0.1), REGISTRY_PORT (5021).
 set -euo pipefail
@@ -33,14 +33,16 @@ export REGISTRY_HOST=$NODE_IP
 # shellcheck source=hack/cluster/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../cluster/lib.sh"
 
-NETNS=${NETNS:-$CLUSTER_NAME}
+# Named after the checkout's cache, so two checkouts' runs never meet: `down`
+# ends every process in the namespace.
+NETNS=${NETNS:-af-node-$(sha256sum <<<"$ARCHFILTER_CACHE/$CLUSTER_NAME" | cut -c1-8)}
 NODE_NAME=${NODE_NAME:-real-linux-amd64}
 POD_SUBNET=${POD_SUBNET:-10.213.1.0/24}
 DIR=$ARCHFILTER_CACHE/node/$CLUSTER_NAME
 KUBELET_BIN=$TOOLS_DIR/kube-$KUBE_VERSION/kubelet
 KUBECTL_BIN=$TOOLS_DIR/kube-$KUBE_VERSION/kubectl
 KUBECONFIG_OUT=$ARCHFILTER_CACHE/$CLUSTER_NAME.kubeconfig
-CGROUP_ROOT=/$CLUSTER_NAME
+CGROUP_ROOT=/$NETNS
 SOCK=$DIR/containerd/containerd.sock
 PAUSE_IMAGE=$NODE_IP:$REGISTRY_PORT/archfilter-e2e/pause:v1
 CNI_BIN_DIR=${CNI_BIN_DIR:-/usr/lib/cni}

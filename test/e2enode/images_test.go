@@ -93,6 +93,33 @@ func pushProgram(ctx context.Context, p program, ref string, caFile, workDir str
 	return r.Context().Digest(d.String()).String(), err
 }
 
+// indexPlatforms lists the platforms of the image index ref names.
+func indexPlatforms(ctx context.Context, ref, caFile string) ([]string, error) {
+	r, err := name.ParseReference(ref)
+	if err != nil {
+		return nil, err
+	}
+	opts, err := registryOptions(ctx, caFile)
+	if err != nil {
+		return nil, err
+	}
+	idx, err := remote.Index(r, opts...)
+	if err != nil {
+		return nil, err
+	}
+	m, err := idx.IndexManifest()
+	if err != nil {
+		return nil, err
+	}
+	var ps []string
+	for _, d := range m.Manifests {
+		if d.Platform != nil {
+			ps = append(ps, d.Platform.String())
+		}
+	}
+	return ps, nil
+}
+
 // registryOptions trusts the local registry's CA, and nothing else.
 func registryOptions(ctx context.Context, caFile string) ([]remote.Option, error) {
 	pem, err := os.ReadFile(caFile)

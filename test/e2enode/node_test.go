@@ -519,6 +519,14 @@ func schedulerRows(ctx context.Context, t *testing.T, cs kubernetes.Interface, e
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The image is the multi-arch index make image pushed, not just one platform.
+	platforms, err := indexPlatforms(ctx, e.image, e.registryCA)
+	if err != nil {
+		t.Fatalf("image %s: %v", e.image, err)
+	}
+	if len(platforms) < 2 || !strings.Contains(strings.Join(platforms, ","), "linux/amd64") {
+		t.Errorf("image %s: platforms %v, want a multi-arch index with linux/amd64", e.image, platforms)
+	}
 	var rows []row
 	for _, p := range pods.Items {
 		if p.DeletionTimestamp != nil {
@@ -547,7 +555,7 @@ func schedulerRows(ctx context.Context, t *testing.T, cs kubernetes.Interface, e
 			role = "leader"
 		}
 		img := p.Status.ContainerStatuses[0].ImageID
-		rows = append(rows, row{p.Name, "archfilter-scheduler@" + shortDigest(img), "linux/amd64,arm64,...", "default-scheduler", p.Spec.NodeName,
+		rows = append(rows, row{p.Name, "archfilter-scheduler@" + shortDigest(img), strings.Join(platforms, ","), "default-scheduler", p.Spec.NodeName,
 			nodeArch(ctx, cs, p.Spec.NodeName), fmt.Sprintf("Running, Ready (probes), %s, config %s", role, cm)})
 	}
 	return rows

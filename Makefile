@@ -98,12 +98,14 @@ docker-buildx: ## Build and push multi-arch images of both flavours for $(PLATFO
 
 .PHONY: test
 test: TRIMPATH :=
-test: test-unit verify test-race test-integration e2e e2e-node bench-smoke ## What CI runs: unit tests, verify, the race detector, integration (in-process control plane, real binaries), e2e on local KWOK clusters and on a real node, benchmark smoke.
+test: test-unit verify test-race test-integration e2e e2e-node test-readme bench-smoke ## What CI runs: unit tests, verify, the race detector, integration (in-process control plane, real binaries), e2e on local KWOK clusters and on a real node, README's commands, benchmark smoke.
 
 UNIT_PKGS      := ./apis/... ./cmd/... ./internal/... ./pkg/... ./hack/image/...
 # The benchmark report's parsing, targets and smoke gates; not test/perf itself,
 # whose benchmarks are make bench's and bench-smoke's.
 UNIT_PKGS      += ./test/perf/benchreport/... ./test/perf/report/...
+# README.md's shell blocks each say whether test-readme runs them.
+UNIT_PKGS      += ./test/readme/...
 
 .PHONY: test-unit
 test-unit: ## Unit tests of both flavours (no network, no control plane).
@@ -180,6 +182,11 @@ e2e-node: build-main ## A real linux/amd64 node (kubelet, Debian's containerd an
 	# TRIMPATH is passed on to make image: under make test its amd64 binary then
 	# reuses what the tests compiled (the image is not reproducible then).
 	TRIMPATH="$(TRIMPATH)" ARCHFILTER_SCHEDULER_BINARY=$(abspath $(BINARY)) hack/node/e2e-node.sh
+
+.PHONY: test-readme
+test-readme: build-main ## Run README.md's shell blocks as written (make demo, kubectl against its cluster; test/readme), then make demo-down.
+	PATH="$$(dirname "$$(hack/node/node.sh kubectl)"):$$PATH" ARCHFILTER_README_RUN=1 \
+		$(GO) test $(GOTESTFLAGS) -count=1 -v -timeout 30m -run TestShellBlocksRun ./test/readme/
 
 .PHONY: e2e-kind
 e2e-kind: ## End-to-end tests on a kind cluster (needs Docker, kind, kubectl; cannot run without a Docker engine).

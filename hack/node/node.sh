@@ -8,6 +8,7 @@
 #   hack/node/node.sh down      every process stopped, every mount gone, state removed
 #   hack/node/node.sh exec CMD  run CMD inside the run's network namespace
 #   hack/node/node.sh env       settings as shell assignments
+#   hack/node/node.sh kubectl   build kubectl (once) and print its path
 #
 # Isolation: everything this starts (etcd, kube-apiserver, controller
 # manager, scheduler, kwok, registries, containerd, kubelet, pods) runs in
@@ -348,6 +349,7 @@ case ${1:-} in
   down) down; log "node $NODE_NAME, cluster $CLUSTER_NAME and network namespace $NETNS removed" ;;
   exec) shift; in_netns "$@" ;;
   env) print_env ;;
+  kubectl) build_kube_cmd kubectl "$KUBECTL_BIN"; echo "$KUBECTL_BIN" ;;
   __supervise) supervisor ;;
   *) die "usage: $0 up|down|exec CMD...|env" ;;
 esac

@@ -1,0 +1,152 @@
+// Package charttest tests the archfilter Helm chart with Helm's own library:
+// lint, rendering of every mode and values combination, the values schema,
+// the scheduler configuration it renders (decoded and validated by
+// archfilter's apis/config), its equality with manifests/, and an
+// install/upgrade/uninstall against a real API server (make test-chart).
+package charttest
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/chart"
+	"helm.sh/helm/v3/pkg/chart/loader"
+	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v3/pkg/kube/fake"
+	"helm.sh/helm/v3/pkg/storage"
+	"helm.sh/helm/v3/pkg/storage/driver"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/yaml"
+)
+
+// Namespace is where the chart is meant to be installed (the lease and the
+// authentication ConfigMap are there), as manifests/base.
+const Namespace = "kube-system"
+
+// repoRoot is the repository's root directory.
+func repoRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", "..", ".."))
+}
+
+// repoPath makes a repository-relative path absolute.
+func repoPath(rel string) string { return filepath.Join(repoRoot(), filepath.FromSlash(rel)) }
+
+// chartDir is charts/archfilter.
+func chartDir() string { return repoPath("charts/archfilter") }
+
+func loadChart(t *testing.T) *chart.Chart {
+	t.Helper()
+	c, err := loader.Load(chartDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// renderOpts are what differs between renderings besides the values.
+type renderOpts struct {
+	namespace   string
+	apiVersions []string // e.g. monitoring.coreos.com/v1/ServiceMonitor
+}
+
+// render renders the chart the way `helm template` does (Helm's install
+// action, client-only), values checked against values.schema.json.
+func render(t *testing.T, values map[string]any, opts renderOpts) (string, error) {
+	t.Helper()
+	ns := opts.namespace
+	if ns == "" {
+		ns = Namespace
+	}
+	cfg := &action.Configuration{
+		Releases:     storage.Init(driver.NewMemory()),
+		KubeClient:   &fake.PrintingKubeClient{Out: io.Discard},
+		Capabilities: chartutil.DefaultCapabilities,
+		Log:          t.Logf,
+	}
+	install := action.NewInstall(cfg)
+	install.DryRun = true
+	install.ClientOnly = true
+	install.Replace = true
+	install.ReleaseName = "archfilter"
+	install.Namespace = ns
+	install.KubeVersion = &chartutil.KubeVersion{Version: "v1.36.5", Major: "1", Minor: "36"}
+	install.APIVersions = opts.apiVersions
+	rel, err := install.Run(loadChart(t), values)
+	if err != nil {
+		return "", err
+	}
+	return rel.Manifest, nil
+}
+
+// mustRender is render that fails the test on an error.
+func mustRender(t *testing.T, values map[string]any, opts renderOpts) []k8sruntime.Object {
+	t.Helper()
+	out, err := render(t, values, opts)
+	if err != nil {
+		t.Fatalf("render: %v", err)
+	}
+	objs, err := decodeAll([]byte(out))
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	return objs
+}
+
+// strict decodes client-go's kinds rejecting unknown and duplicate fields.
+var strict = serializer.NewCodecFactory(scheme.Scheme, serializer.EnableStrict).UniversalDeserializer()
+
+// decodeAll decodes every document of a YAML stream: client-go's kinds
+// strictly into typed objects, others (monitoring.coreos.com) as unstructured.
+func decodeAll(data []byte) ([]k8sruntime.Object, error) {
+	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
+	var objs []k8sruntime.Object
+	for i := 1; ; i++ {
+		doc, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			return objs, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		var probe map[string]any
+		if err := yaml.Unmarshal(doc, &probe); err != nil {
+			return nil, fmt.Errorf("document %d: %w", i, err)
+		}
+		if probe == nil {
+			continue
+		}
+		if api, _ := probe["apiVersion"].(string); strings.HasPrefix(api, "monitoring.coreos.com/") {
+			objs = append(objs, &unstructured.Unstructured{Object: probe})
+			continue
+		}
+		obj, _, err := strict.Decode(doc, nil, nil)
+		if err != nil {
+			return nil, fmt.Errorf("document %d: %w", i, err)
+		}
+		objs = append(objs, obj)
+	}
+}
+
+// readFile reads a repository-relative file.
+func readFile(t *testing.T, rel string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(repoPath(rel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}

@@ -2,9 +2,11 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -12,6 +14,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/yaml"
 
 	"github.com/archfilter/archfilter/test/manifests"
 )
@@ -162,5 +165,68 @@ func TestManifestsNoStrayFiles(t *testing.T) {
 	}
 	if want := []string{"config.yaml", "kube-scheduler.yaml"}; !slices.Equal(names, want) {
 		t.Errorf("%s holds %v; the README's steps copy %v", manifests.KubeadmNodeDir, names, want)
+	}
+}
+
+// TestManifestsImageVersion: the manifests run the release the chart names
+// (charts/archfilter/Chart.yaml appVersion), so kustomize and Helm users get
+// the same image; make deploy and make release set another version.
+func TestManifestsImageVersion(t *testing.T) {
+	var chart struct {
+		AppVersion string `json:"appVersion"`
+	}
+	if err := yaml.Unmarshal(readFile(t, "charts/archfilter/Chart.yaml"), &chart); err != nil {
+		t.Fatal(err)
+	}
+	if !semver.MatchString(chart.AppVersion) {
+		t.Fatalf("charts/archfilter/Chart.yaml: appVersion %q is not vMAJOR.MINOR.PATCH", chart.AppVersion)
+	}
+	for dir, want := range map[string]string{
+		manifests.SecondaryOverlay:       manifests.Image + ":" + chart.AppVersion,
+		manifests.SecondaryK8s134Overlay: manifests.Image + ":" + chart.AppVersion + "-k8s1.34",
+	} {
+		deployments := manifests.Of[*appsv1.Deployment](load(t, dir))
+		if len(deployments) != 1 {
+			t.Fatalf("%s: want one Deployment, got %d", dir, len(deployments))
+		}
+		if got := deployments[0].Spec.Template.Spec.Containers[0].Image; got != want {
+			t.Errorf("%s runs %q, want %q (the chart's appVersion)", dir, got, want)
+		}
+	}
+}
+
+// semver is a release tag: vMAJOR.MINOR.PATCH with an optional pre-release.
+var semver = regexp.MustCompile(`^v(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(-[0-9A-Za-z.-]+)?$`)
+
+// latestTag finds an image reference or tag value naming "latest".
+var latestTag = regexp.MustCompile(`(?i)(:latest\b|\b(new)?tag:\s*["']?latest\b)`)
+
+// TestNoLatestTag: nothing users deploy or read names the tag latest, which
+// moves under a running cluster and cannot be rolled back to. Tests are
+// exempt: they name it to prove it is refused.
+func TestNoLatestTag(t *testing.T) {
+	var found []string
+	for _, root := range []string{"manifests", "charts", "docs", "README.md"} {
+		err := filepath.WalkDir(manifests.Path(root), func(path string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() || strings.HasSuffix(path, "_test.go") {
+				return err
+			}
+			b, err := os.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			for i, line := range strings.Split(string(b), "\n") {
+				if latestTag.MatchString(line) {
+					found = append(found, fmt.Sprintf("%s:%d: %s", strings.TrimPrefix(path, manifests.Root()+"/"), i+1, strings.TrimSpace(line)))
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(found) > 0 {
+		t.Errorf("the tag latest (pin a release, or let make deploy/make release set it):\n%s", strings.Join(found, "\n"))
 	}
 }

@@ -109,7 +109,9 @@ UNIT_PKGS      += ./test/readme/...
 
 .PHONY: test-unit
 test-unit: ## Unit tests of both flavours (no network, no control plane).
-	$(GO) test $(GOTESTFLAGS) $(UNIT_PKGS)
+	# test/perf's own tests (its scheduler_perf configuration) on the main line,
+	# whose scheduler_perf make bench runs.
+	$(GO) test $(GOTESTFLAGS) $(UNIT_PKGS) ./test/perf/
 	# ./cmd/... does not match cmd/scheduler-plugins (go.mod ignores it): name it.
 	$(GO) test $(K8S134_GOFLAGS) $(GOTESTFLAGS) $(UNIT_PKGS) ./cmd/scheduler-plugins
 

@@ -27,10 +27,11 @@ func TestConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	rendered := renderConfigTo(t, dir, map[string]string{
-		"${REGISTRY_WARM}":   "127.0.0.1:1001",
-		"${REGISTRY_COLD}":   "127.0.0.1:1002",
-		"${REGISTRY_OUTAGE}": "127.0.0.1:1003",
-		"${REGISTRY_CA}":     ca,
+		"${REGISTRY_WARM}":      "127.0.0.1:1001",
+		"${REGISTRY_COLD}":      "127.0.0.1:1002",
+		"${REGISTRY_OUTAGE}":    "127.0.0.1:1003",
+		"${REGISTRY_CA}":        ca,
+		"${UPSTREAM_TEMPLATES}": upstreamTemplates(t),
 	})
 	workloads, err := loadWorkloads(filepath.Join(rendered, "performance-config.yaml"))
 	if err != nil {
@@ -45,11 +46,16 @@ func TestConfig(t *testing.T) {
 		}
 		perScale[w] = append(perScale[w], name) // w: "500Nodes_2000Pods"
 	}
-	wantCases := []string{"ColdCache_ArchFilter", "MixedArch_ArchFilter", "MixedArch_ArchFilterLast", "MixedArch_Default", "S390xOnly_ArchFilter", "S390xOnly_NodeAffinity"}
+	wantCases := []string{"ColdCache_ArchFilter", "Everywhere_ArchFilter", "Everywhere_Default",
+		"MixedArch_ArchFilter", "MixedArch_ArchFilterLast", "MixedArch_Default", "MixedArch_NodeAffinity",
+		"S390xOnly_ArchFilter", "S390xOnly_NodeAffinity"}
 	for _, scale := range []string{"500Nodes_2000Pods", "5000Nodes_10000Pods"} {
 		var cases []string
 		outage := 0
 		for _, name := range perScale[scale] {
+			if strings.HasPrefix(name, "Upstream_") {
+				continue
+			}
 			tc, _, _ := strings.Cut(name, "/")
 			if tc == "RegistryOutage_ArchFilter" {
 				outage++
@@ -65,6 +71,27 @@ func TestConfig(t *testing.T) {
 			t.Errorf("scale %s has %d RegistryOutage workloads, want healthy, down and slow", scale, outage)
 		}
 	}
+	// Upstream's workloads come in pairs that differ only in the profile, with
+	// one workload per scale, and the pod templates are upstream's files.
+	upstream := 0
+	for name, w := range workloads {
+		tc, wl, _ := strings.Cut(name, "/")
+		base, ok := strings.CutSuffix(tc, "_Default")
+		if !strings.HasPrefix(tc, "Upstream_") || !ok {
+			continue
+		}
+		upstream++
+		if other, ok := workloads[base+"_ArchFilter/"+wl]; !ok || other != w {
+			t.Errorf("%s has no twin %s_ArchFilter/%s with the same pods (got %+v, want %+v)", name, base, wl, other, w)
+		}
+	}
+	if upstream != 5*3 {
+		t.Errorf("%d upstream workloads with the default profile, want 5 test cases × 3 scales", upstream)
+	}
+	if got := workloads["Upstream_SchedulingPodAffinity_Default/500Nodes"]; got.measuredNamespace != "sched-1" || got.measuredPods != 1000 {
+		t.Errorf("pod affinity measures %+v, want 1000 pods in sched-1", got)
+	}
+
 	// Even rounds run the same workloads in reverse order.
 	reversed, err := writeReversed(filepath.Join(rendered, "performance-config.yaml"), filepath.Join(dir, "reversed.yaml"))
 	if err != nil {
@@ -93,7 +120,8 @@ func TestConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantPlugins := map[string]*schedconfig.Plugins{
-		"archfilter.yaml": deployed.Profiles[0].Plugins,
+		"archfilter.yaml":          deployed.Profiles[0].Plugins,
+		"archfilter-upstream.yaml": deployed.Profiles[0].Plugins,
 		// The same without ArchFilter under filter.
 		"archfilter-multipoint-only.yaml": func() *schedconfig.Plugins {
 			p := deployed.Profiles[0].Plugins.DeepCopy()
@@ -102,7 +130,7 @@ func TestConfig(t *testing.T) {
 		}(),
 	}
 
-	for _, file := range []string{"default.yaml", "archfilter.yaml", "archfilter-multipoint-only.yaml"} {
+	for _, file := range []string{"default.yaml", "archfilter.yaml", "archfilter-multipoint-only.yaml", "archfilter-upstream.yaml"} {
 		t.Run(file, func(t *testing.T) {
 			logger, _ := ktesting.NewTestContext(t)
 			cfg, err := options.LoadConfigFromFile(logger, filepath.Join(rendered, "scheduler", file))
@@ -122,7 +150,14 @@ func TestConfig(t *testing.T) {
 			if args == nil {
 				t.Fatal("no ArchFilter args")
 			}
-			if len(args.Registries) != 3 || args.Registries[0].CAFile != ca {
+			wantRegistries := 3
+			if file == "archfilter-upstream.yaml" {
+				wantRegistries = 4
+				if m := args.Registries[3]; m.Host != "registry.k8s.io" || len(m.Mirrors) != 1 || m.Mirrors[0] != args.Registries[0].Host {
+					t.Errorf("registry.k8s.io is not mirrored by the warm registry: %+v", m)
+				}
+			}
+			if len(args.Registries) != wantRegistries || args.Registries[0].CAFile != ca {
 				t.Errorf("registries: %+v", args.Registries)
 			}
 			if diff := cmp.Diff(wantPlugins[file], cfg.Profiles[0].Plugins); diff != "" {

@@ -18,7 +18,8 @@ import (
 	"github.com/archfilter/archfilter/internal/registrytest"
 )
 
-// measuredNamespace is where every workload creates the pods it measures.
+// measuredNamespace is where workloads create the pods they measure, unless
+// the createPods op that collects metrics names another (loadWorkloads).
 const measuredNamespace = "measure"
 
 // observer watches each workload from the outside: it sets the outage registry's
@@ -185,7 +186,7 @@ func (wr *workloadRun) observe(obj any) {
 	now := time.Now()
 	wr.mu.Lock()
 	defer wr.mu.Unlock()
-	measured := pod.Namespace == measuredNamespace
+	measured := pod.Namespace == wr.want.measuredNamespace
 	if !wr.seen.Has(pod.UID) {
 		wr.seen.Insert(pod.UID)
 		if measured {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -65,6 +66,8 @@ func BenchmarkPerfScheduling(b *testing.B) {
 		"${REGISTRY_COLD}":   regs.cold.Host(),
 		"${REGISTRY_OUTAGE}": regs.outage.Host(),
 		"${REGISTRY_CA}":     regs.writeCA(b, b.TempDir()),
+		// Upstream's templates are read where the module graph has them.
+		"${UPSTREAM_TEMPLATES}": upstreamTemplates(b),
 	})
 	workloads, err := loadWorkloads(filepath.Join(dir, "performance-config.yaml"))
 	if err != nil {
@@ -142,8 +145,9 @@ func renderConfigTo(tb testing.TB, out string, replace map[string]string) string
 		for from, to := range replace {
 			s = strings.ReplaceAll(s, from, to)
 		}
-		if strings.Contains(s, "${REGISTRY_") {
-			return fmt.Errorf("%s: unknown ${REGISTRY_…} placeholder", path)
+		if i := strings.Index(s, "${"); i >= 0 {
+			name, _, _ := strings.Cut(s[i:], "}")
+			return fmt.Errorf("%s: unknown placeholder %s}", path, name)
 		}
 		return os.WriteFile(target, []byte(s), 0o644)
 	})
@@ -153,10 +157,28 @@ func renderConfigTo(tb testing.TB, out string, replace map[string]string) string
 	return out
 }
 
+// upstreamTemplates is the directory of scheduler_perf's own node and pod
+// templates in the module cache, for the Upstream_* test cases.
+func upstreamTemplates(tb testing.TB) string {
+	tb.Helper()
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "k8s.io/kubernetes").Output()
+	if err != nil {
+		tb.Fatalf("locating k8s.io/kubernetes in the module cache (go list -m): %v", err)
+	}
+	dir := filepath.Join(strings.TrimSpace(string(out)), "test", "integration", "scheduler_perf", "templates")
+	if _, err := os.Stat(filepath.Join(dir, "pod-default.yaml")); err != nil {
+		tb.Fatalf("scheduler_perf's templates: %v", err)
+	}
+	return dir
+}
+
 // workload is what the observer needs to know about one workload of the
-// configuration: how many pods it creates in total and in the measured namespace.
+// configuration: how many pods it creates in total and in the measured
+// namespace, which is the namespace of the createPods op that collects metrics,
+// or measuredNamespace.
 type workload struct {
 	totalPods, measuredPods int
+	measuredNamespace       string
 }
 
 // loadWorkloads reads the scheduler_perf configuration (the subset of its schema the
@@ -169,10 +191,11 @@ func loadWorkloads(path string) (map[string]workload, error) {
 	var cases []struct {
 		Name             string
 		WorkloadTemplate []struct {
-			Opcode     string
-			Count      int
-			CountParam string
-			Namespace  string
+			Opcode         string
+			Count          int
+			CountParam     string
+			Namespace      string
+			CollectMetrics bool `json:"collectMetrics"`
 		}
 		Workloads []struct {
 			Name   string
@@ -184,8 +207,14 @@ func loadWorkloads(path string) (map[string]workload, error) {
 	}
 	out := map[string]workload{}
 	for _, tc := range cases {
+		ns := measuredNamespace
+		for _, op := range tc.WorkloadTemplate {
+			if op.Opcode == "createPods" && op.CollectMetrics && op.Namespace != "" {
+				ns = op.Namespace
+			}
+		}
 		for _, w := range tc.Workloads {
-			var wl workload
+			wl := workload{measuredNamespace: ns}
 			for _, op := range tc.WorkloadTemplate {
 				if op.Opcode != "createPods" {
 					continue
@@ -199,12 +228,12 @@ func loadWorkloads(path string) (map[string]workload, error) {
 					n = v
 				}
 				wl.totalPods += n
-				if op.Namespace == measuredNamespace {
+				if op.Namespace == ns {
 					wl.measuredPods += n
 				}
 			}
 			if wl.measuredPods == 0 {
-				return nil, fmt.Errorf("%s/%s: no pods in namespace %q", tc.Name, w.Name, measuredNamespace)
+				return nil, fmt.Errorf("%s/%s: no pods in namespace %q", tc.Name, w.Name, ns)
 			}
 			out[tc.Name+"/"+w.Name] = wl
 		}

@@ -153,7 +153,11 @@ func startRegistries(b *testing.B) *registries {
 	pushes = append(pushes,
 		push{regs.warm, "perf/multiarch:v1", []string{"linux/amd64", "linux/arm64"}},
 		push{regs.warm, "perf/s390x:v1", []string{"linux/s390x"}},
-		push{regs.warm, "perf/everywhere:v1", []string{"linux/amd64", "linux/arm64", "linux/s390x"}})
+		push{regs.warm, "perf/everywhere:v1", []string{"linux/amd64", "linux/arm64", "linux/s390x"}},
+		// The pause images of upstream's templates, which the Upstream_* cases'
+		// ArchFilter profile resolves through this registry as a mirror of registry.k8s.io.
+		push{regs.warm, "pause:3.10.1", []string{"linux/amd64", "linux/arm64", "linux/ppc64le", "linux/s390x"}},
+		push{regs.warm, "pause:3.10.2", []string{"linux/amd64", "linux/arm64", "linux/ppc64le", "linux/s390x"}})
 	for i := range cachedImages {
 		pushes = append(pushes, push{regs.warm, fmt.Sprintf("perf/cached-%d:v1", i), []string{"linux/amd64", "linux/arm64"}})
 	}

@@ -118,6 +118,18 @@ func (r *Results) names() []string {
 	return out
 }
 
+// workloadsOf lists the workloads of a scheduler_perf test case found in the
+// results, sorted.
+func (r *Results) workloadsOf(testCase string) []string {
+	var out []string
+	for _, n := range r.names() {
+		if w, ok := strings.CutPrefix(n, perfName(testCase, "")); ok && w != "" {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
 // median of a metric over the runs, and whether there was any value.
 func (r *Results) median(name, unit string) (float64, bool) { return median(r.values(name, unit)) }
 

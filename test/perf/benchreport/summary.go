@@ -35,6 +35,7 @@ func atLeast(v, target float64) Status {
 func Summary(r *Results, workload string) []Row {
 	var rows []Row
 	rows = append(rows, throughputRows(r, workload)...)
+	rows = append(rows, upstreamRows(r)...)
 	rows = append(rows, coldCacheRows(r, workload)...)
 	rows = append(rows, outageRows(r, workload)...)
 	rows = append(rows, microRows(r)...)
@@ -50,7 +51,6 @@ type side struct {
 // SchedulingThroughput (with its bind rate), and the ratio of the medians with
 // the ratios of the rounds and how confident they make the verdict.
 func compare(r *Results, workload, section string, base, subject side, target float64, ratioLabel string) []Row {
-	b, s := perfName(base.testCase, workload), perfName(subject.testCase, workload)
 	var rows []Row
 	for _, p := range []side{base, subject} {
 		name := perfName(p.testCase, workload)
@@ -63,25 +63,38 @@ func compare(r *Results, workload, section string, base, subject side, target fl
 		rows = append(rows, Row{Section: section, Measurement: p.label,
 			Result: fmt.Sprintf("%s pods/s (bind rate %s pods/s; %d runs)", f0(tp), f0(br), r.runs(name, throughput)), Status: NoCheck})
 	}
+	return append(rows, ratioRow(r, section, ratioLabel,
+		perfName(base.testCase, workload), perfName(subject.testCase, workload), target, ""))
+}
+
+// ratioRow compares the median SchedulingThroughput of benchmark s to that of b
+// against target, with the per-round ratios and the sign test's confidence;
+// detail (if any) is added to the result.
+func ratioRow(r *Results, section, label, b, s string, target float64, detail string) Row {
+	row := Row{Section: section, Measurement: label, Target: fmt.Sprintf("≥ %.2f", target)}
 	tb, okb := r.median(b, throughput)
 	ts, oks := r.median(s, throughput)
-	ratioRow := Row{Section: section, Measurement: ratioLabel, Target: fmt.Sprintf("≥ %.2f", target)}
 	if !okb || !oks || tb == 0 {
-		ratioRow.Result, ratioRow.Status = "no result", NoData
-		return append(rows, ratioRow)
+		row.Result, row.Status = "no result", NoData
+		return row
 	}
 	ratio := ts / tb
-	bb, _ := r.median(b, bindRate)
-	bs, _ := r.median(s, bindRate)
-	ratioRow.Result = fmt.Sprintf("%s (bind rates: %s)", f2(ratio), f2(bs/bb))
+	row.Result = f2(ratio)
+	if bb, ok := r.median(b, bindRate); ok && bb > 0 {
+		bs, _ := r.median(s, bindRate)
+		row.Result += fmt.Sprintf(" (bind rates: %s)", f2(bs/bb))
+	}
+	if detail != "" {
+		row.Result += "; " + detail
+	}
 	if rounds := pairedRatios(r.values(b, throughput), r.values(s, throughput)); rounds != nil {
-		ratioRow.Result += "; " + roundsVerdict(rounds, target)
+		row.Result += "; " + roundsVerdict(rounds, target)
 	}
-	ratioRow.Status = atLeast(ratio, target)
-	if ratioRow.Status == Missed {
-		ratioRow.Note = throughputNote(r, b, s, ratio, target)
+	row.Status = atLeast(ratio, target)
+	if row.Status == Missed {
+		row.Note = throughputNote(r, b, s, ratio, target)
 	}
-	return append(rows, ratioRow)
+	return row
 }
 
 // throughputNote says what the run shows about a missed throughput ratio: the spread of
@@ -142,7 +155,7 @@ func throughputRows(r *Results, workload string) []Row {
 	rows = append(rows, compare(r, workload, s390x,
 		side{"S390xOnly_NodeAffinity", "in-tree required nodeAffinity, no ArchFilter"},
 		side{"S390xOnly_ArchFilter", "ArchFilter (PreFilterResult node index)"},
-		1.5, "speed-up ArchFilter / nodeAffinity")...)
+		4, "speed-up ArchFilter / nodeAffinity")...)
 	na, ok1 := r.median(perfName("S390xOnly_NodeAffinity", workload), filterPhase)
 	af, ok2 := r.median(perfName("S390xOnly_ArchFilter", workload), filterPhase)
 	if ok1 && ok2 && af > 0 {
@@ -240,5 +253,37 @@ func outageRows(r *Results, workload string) []Row {
 		rows = append(rows, rw)
 	}
 	rows = append(rows, heldCyclesRow(r, section, names...))
+	return rows
+}
+
+// upstreamCases are scheduler_perf's own test cases, each run by the default
+// profile (Upstream_<case>_Default) and with ArchFilter (Upstream_<case>_ArchFilter)
+// at upstream's sizes (test/perf/config/performance-config.yaml).
+var upstreamCases = []string{"SchedulingBasic", "SchedulingNodeAffinity", "SchedulingPodAffinity", "TopologySpreading", "PreemptionBasic"}
+
+// upstreamTarget is the no-regression bar for upstream's workloads: turning
+// ArchFilter on costs at most 5 % of their throughput.
+const upstreamTarget = 0.95
+
+// upstreamRows is the no-regression table: one row per upstream test case and
+// workload found in the results.
+func upstreamRows(r *Results) []Row {
+	const section = "No regression: upstream scheduler_perf workloads, ArchFilter in the profile / not"
+	var rows []Row
+	for _, c := range upstreamCases {
+		base, subject := "Upstream_"+c+"_Default", "Upstream_"+c+"_ArchFilter"
+		workloads := r.workloadsOf(base)
+		if len(workloads) == 0 {
+			rows = append(rows, Row{Section: section, Measurement: c, Result: "no result", Target: fmt.Sprintf("≥ %.2f", upstreamTarget), Status: NoData})
+			continue
+		}
+		for _, w := range workloads {
+			b, s := perfName(base, w), perfName(subject, w)
+			tb, _ := r.median(b, throughput)
+			ts, _ := r.median(s, throughput)
+			rows = append(rows, ratioRow(r, section, c+" ("+w+")", b, s, upstreamTarget,
+				fmt.Sprintf("%s against %s pods/s (%d runs)", f0(ts), f0(tb), r.runs(s, throughput))))
+		}
+	}
 	return rows
 }

@@ -24,6 +24,9 @@ func TestSummaryVerdicts(t *testing.T) {
 	coldRun := func(extraAttempts, heldPods int) string {
 		return result(p("ColdCache_ArchFilter"), 12.5, allBound, extraAttempts, extra, heldPods, held)
 	}
+	upstream := func(testCase, workload string, v float64) string {
+		return result(perfName(testCase, workload), v, throughput)
+	}
 	zeroAllocs := func(name string, allocs int) string {
 		return result(name, 100, "ns/op", 8*allocs, "B/op", allocs, "allocs/op")
 	}
@@ -33,6 +36,8 @@ func TestSummaryVerdicts(t *testing.T) {
 		cold   = "Cold cache: 1 000 distinct images, registry +20 ms"
 		out    = "Registry outage, half the pods cached"
 		micros = "Micro-benchmarks (per call, median)"
+
+		upstreamSection = "No regression: upstream scheduler_perf workloads, ArchFilter in the profile / not"
 
 		mixedRatio = "ratio ArchFilter / default"
 		speedUp    = "speed-up ArchFilter / nodeAffinity"
@@ -103,17 +108,35 @@ func TestSummaryVerdicts(t *testing.T) {
 			want:    []verdict{{mixedRatio, NoData}},
 		},
 		{
-			name:    "s390x-only pods 1.5× faster than with nodeAffinity: met",
-			lines:   []string{tput("S390xOnly_NodeAffinity", 200, 200, 900), tput("S390xOnly_ArchFilter", 320, 320, 900)},
+			name:    "s390x-only pods 4.4× faster than with nodeAffinity: met",
+			lines:   []string{tput("S390xOnly_NodeAffinity", 100, 100, 900), tput("S390xOnly_ArchFilter", 440, 440, 900)},
 			section: s390x,
 			want:    []verdict{{speedUp, Met}},
 		},
 		{
-			name:      "s390x-only pods only 1.2× faster: missed",
-			lines:     []string{tput("S390xOnly_NodeAffinity", 200, 200, 900), tput("S390xOnly_ArchFilter", 240, 240, 900)},
+			name:      "s390x-only pods only 3.5× faster: missed",
+			lines:     []string{tput("S390xOnly_NodeAffinity", 100, 100, 900), tput("S390xOnly_ArchFilter", 350, 350, 900)},
 			section:   s390x,
 			want:      []verdict{{speedUp, Missed}},
-			wantNotes: []string{"ratio 1.20 against a target of 1.50."},
+			wantNotes: []string{"ratio 3.50 against a target of 4.00."},
+		},
+		{
+			name: "upstream workloads: one row per test case and workload found; a missing case has no data",
+			lines: []string{
+				upstream("Upstream_SchedulingBasic_Default", "500Nodes", 400), upstream("Upstream_SchedulingBasic_ArchFilter", "500Nodes", 392),
+				upstream("Upstream_SchedulingNodeAffinity_Default", "500Nodes", 400), upstream("Upstream_SchedulingNodeAffinity_ArchFilter", "500Nodes", 360),
+				upstream("Upstream_SchedulingPodAffinity_Default", "500Nodes", 100), upstream("Upstream_SchedulingPodAffinity_ArchFilter", "500Nodes", 101),
+				upstream("Upstream_PreemptionBasic_Default", "1000Nodes", 50), upstream("Upstream_PreemptionBasic_ArchFilter", "1000Nodes", 49),
+			},
+			section: upstreamSection,
+			want: []verdict{
+				{"SchedulingBasic (500Nodes)", Met},
+				{"SchedulingNodeAffinity (500Nodes)", Missed},
+				{"SchedulingPodAffinity (500Nodes)", Met},
+				{"TopologySpreading", NoData},
+				{"PreemptionBasic (1000Nodes)", Met},
+			},
+			wantNotes: []string{"ratio 0.90 against a target of 0.95."},
 		},
 		{
 			name:    "cold cache: pods held, no attempt beyond one per pod: met",

@@ -99,7 +99,10 @@ t=$(date +%s)
 mkdir -p "$BENCH_OUT/logs" "$BENCH_OUT/items"
 # ARTIFACTS: scheduler_perf writes each workload's log there and keeps it only if it fails.
 PERF_OK=true
-if ! ARTIFACTS="$BENCH_OUT/logs" $NICE go test "${MODFLAG[@]}" ./test/perf/ -run '^$' \
+# A CPU profile of the whole run, except in the smoke (docs/benchmarks.md, "Where the CPU goes").
+PROFILE=()
+$SMOKE || PROFILE=(-cpuprofile "$BENCH_OUT/perf.cpu.pprof" -o "$BENCH_OUT/perf.test")
+if ! ARTIFACTS="$BENCH_OUT/logs" $NICE go test "${MODFLAG[@]}" ./test/perf/ -run '^$' "${PROFILE[@]}" \
   -bench BenchmarkPerfScheduling -benchtime=1x -count 1 -timeout 3h \
   -args -rounds "$BENCH_ROUNDS" -perf-scheduling-label-filter="$BENCH_SCALE" \
   -data-items-dir="$BENCH_OUT/items" >"$BENCH_OUT/perf.log" 2>&1; then
@@ -143,7 +146,15 @@ units+=' OR outage-req/image OR scheduler_framework_extension_point_duration_ms/
   printf 'make bench took\t%s\n' "$(since "$START")"
 } >"$BENCH_OUT/machine.txt"
 
+if [[ -s $BENCH_OUT/perf.cpu.pprof ]]; then
+  go tool pprof -top -cum -nodecount=30 "$BENCH_OUT/perf.test" "$BENCH_OUT/perf.cpu.pprof" \
+    >"$BENCH_OUT/profile-top.txt" 2>/dev/null || warn "go tool pprof failed on $BENCH_OUT/perf.cpu.pprof"
+  go tool pprof -top -cum -nodecount=30 -focus='archfilter/(pkg/plugins/archfilter|pkg/resolver)' \
+    "$BENCH_OUT/perf.test" "$BENCH_OUT/perf.cpu.pprof" >"$BENCH_OUT/profile-archfilter.txt" 2>/dev/null || true
+fi
+
 go run ./test/perf/report -scale "$BENCH_SCALE" -machine "$BENCH_OUT/machine.txt" \
+  -profile-top "$BENCH_OUT/profile-top.txt" -profile-archfilter "$BENCH_OUT/profile-archfilter.txt" \
   -micro "$BENCH_OUT/micro.txt" -perf "$BENCH_OUT/perf.txt" \
   -micro-benchstat "$BENCH_OUT/micro.benchstat" -perf-benchstat "$BENCH_OUT/perf.benchstat" \
   -out "$BENCH_DOC"

@@ -12,6 +12,10 @@ type Run struct {
 	Machine string
 	// MicroBenchstat and PerfBenchstat are benchstat's output, shown as they are.
 	MicroBenchstat, PerfBenchstat string
+	// ProfileTop and ProfileArchFilter are go tool pprof -top tables of the CPU
+	// profile of the scheduler_perf run: the whole process, and ArchFilter's own
+	// functions (plugin and resolver). Empty when no profile was taken.
+	ProfileTop, ProfileArchFilter string
 }
 
 func escape(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
@@ -90,6 +94,14 @@ func Document(run Run, r *Results, rows []Row) string {
 		}
 	}
 	b.WriteString(method)
+	if run.ProfileTop != "" || run.ProfileArchFilter != "" {
+		b.WriteString(profileIntro)
+		b.WriteString("\n### ArchFilter's own functions (`-focus` on the plugin and resolver packages)\n\n```\n")
+		b.WriteString(strings.TrimSpace(run.ProfileArchFilter))
+		b.WriteString("\n```\n\n### The whole process, by cumulative time\n\n```\n")
+		b.WriteString(strings.TrimSpace(run.ProfileTop))
+		b.WriteString("\n```\n")
+	}
 	b.WriteString("\n## Raw benchstat output\n\n### Micro-benchmarks\n\n```\n")
 	b.WriteString(run.MicroBenchstat)
 	b.WriteString("\n```\n\n### scheduler_perf workloads (test/perf)\n\n```\n")

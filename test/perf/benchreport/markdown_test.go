@@ -95,3 +95,25 @@ func TestDocumentGolden(t *testing.T) {
 		t.Error("the document does not carry the summary table")
 	}
 }
+
+func TestDocumentProfile(t *testing.T) {
+	r := NewResults()
+	sc, err := LookupScale("small")
+	if err != nil {
+		t.Fatal(err)
+	}
+	without := Document(Run{Scale: sc}, r, nil)
+	if strings.Contains(without, "Where the CPU goes") {
+		t.Error("a run without a profile has a profile section")
+	}
+	with := Document(Run{Scale: sc, ProfileTop: "flat  flat%\n 1s 10% main.x\n",
+		ProfileArchFilter: " 2s 20% archfilter.(*ArchFilter).Filter\n"}, r, nil)
+	for _, want := range []string{"## Where the CPU goes", "archfilter.(*ArchFilter).Filter", "main.x"} {
+		if !strings.Contains(with, want) {
+			t.Errorf("the document lacks %q", want)
+		}
+	}
+	if strings.Index(with, "archfilter.(*ArchFilter).Filter") > strings.Index(with, "main.x") {
+		t.Error("ArchFilter's table should come before the whole process's")
+	}
+}

@@ -90,3 +90,16 @@ the spread shown in the raw output. ` + "`make bench BENCH_SCALE=full`" + ` runs
 ` + "`make bench-smoke`" + ` (CI) fails only on gross regressions: Filter allocating on the accept path, or
 held pods consuming scheduling cycles (in 50-node workloads). It never checks a time.
 `
+
+// profileIntro opens the CPU profile section.
+const profileIntro = `
+## Where the CPU goes
+
+A CPU profile of the whole scheduler_perf run (` + "`go test -cpuprofile`" + `: every workload
+of every round, with and without ArchFilter, and the in-process kube-apiserver and pod creator
+that share the cores; etcd runs in its own process and is not in it). The first table keeps the
+samples with an ArchFilter function on the stack (` + "`-focus`" + ` on
+` + "`pkg/plugins/archfilter`" + ` and ` + "`pkg/resolver`" + `), so its *cum%* column is each function's share of
+all the CPU the run used; the second is the whole process by cumulative time. The profile file
+is kept under ` + "`.cache/bench/`" + ` (` + "`go tool pprof -http=: perf.cpu.pprof`" + ` for the flame graph).
+`

@@ -26,6 +26,8 @@ func main() {
 	flag.StringVar(&o.microStat, "micro-benchstat", "", "benchstat output of the micro-benchmarks")
 	flag.StringVar(&o.perfStat, "perf-benchstat", "", "benchstat output of BenchmarkPerfScheduling")
 	flag.StringVar(&o.machine, "machine", "", "machine description: one \"key<TAB>value\" per line")
+	flag.StringVar(&o.profileTop, "profile-top", "", "go tool pprof -top of the scheduler_perf run's CPU profile")
+	flag.StringVar(&o.profileArchFilter, "profile-archfilter", "", "the same, focused on ArchFilter's functions")
 	flag.StringVar(&o.out, "out", "", "write the document here (default: summary on stdout only)")
 	flag.BoolVar(&o.smoke, "smoke", false, "check bench-smoke's gates instead of writing the document")
 	flag.Parse()
@@ -37,6 +39,7 @@ func main() {
 
 type options struct {
 	scale, micro, perf, microStat, perfStat, machine, out string
+	profileTop, profileArchFilter                         string
 	smoke                                                 bool
 }
 
@@ -63,10 +66,12 @@ func run(o options, stdout io.Writer) error {
 		return nil
 	}
 	doc := benchreport.Document(benchreport.Run{
-		Scale:          sc,
-		Machine:        readOptional(o.machine),
-		MicroBenchstat: readOptional(o.microStat),
-		PerfBenchstat:  readOptional(o.perfStat),
+		Scale:             sc,
+		Machine:           readOptional(o.machine),
+		MicroBenchstat:    readOptional(o.microStat),
+		PerfBenchstat:     readOptional(o.perfStat),
+		ProfileTop:        readOptional(o.profileTop),
+		ProfileArchFilter: readOptional(o.profileArchFilter),
 	}, res, rows)
 	return os.WriteFile(o.out, []byte(doc), 0o644)
 }

@@ -78,6 +78,11 @@ func TestManifestsDecode(t *testing.T) {
 					if _, err := manifests.Decode(doc); err != nil {
 						t.Fatalf("document %d (%s): %v", i+1, meta.Kind, err)
 					}
+				case "PrometheusRule", "ServiceMonitor":
+					// manifests/monitoring, strictly (the Prometheus Operator's types).
+					if err := manifests.DecodeMonitoring(doc); err != nil {
+						t.Fatalf("document %d: %v", i+1, err)
+					}
 				default:
 					t.Fatalf("kind %q (document %d) has no decoding check: add one here", meta.Kind, i+1)
 				}

@@ -2,8 +2,14 @@
 // public API, like the ArchFilterArgs fields.
 package annotations
 
+import (
+	"fmt"
+	"strconv"
+)
+
 const (
-	// Skip, set to "true", opts a pod out of ArchFilter entirely.
+	// Skip, set to "true" (or another spelling of true: see ParseSkip), opts a
+	// pod out of ArchFilter entirely.
 	Skip = "archfilter.io/skip"
 	// Platforms declares the platforms a pod runs on ("linux/amd64,linux/arm64")
 	// so archfilter never asks a registry: for preloaded images, registries the
@@ -13,3 +19,19 @@ const (
 	// pod: "linux/arm64=100,linux/amd64=10" (weights 1-100).
 	PreferredPlatforms = "archfilter.io/preferred-platforms"
 )
+
+// ParseSkip reads the value of the Skip annotation as strconv.ParseBool does:
+// "true", "True", "TRUE", "t", "T" and "1" skip the pod; "false", "False",
+// "FALSE", "f", "F", "0" and an absent annotation ("") do not. Any other value
+// does not skip the pod either, and is reported as an error naming the
+// annotation, so that a typo ("yes") is seen rather than silently ignored.
+func ParseSkip(value string) (bool, error) {
+	if value == "" {
+		return false, nil
+	}
+	skip, err := strconv.ParseBool(value)
+	if err != nil {
+		return false, fmt.Errorf("annotation %s: %q is not true or false (true, True, TRUE, t, 1 / false, False, FALSE, f, 0); the pod is not skipped", Skip, value)
+	}
+	return skip, nil
+}

@@ -19,6 +19,7 @@ const (
 	EventResolutionFailed  = "ImagePlatformResolutionFailed"
 	EventFailOpen          = "ArchFilterFailOpen"
 	EventInvalidPreference = "InvalidPlatformPreference"
+	EventInvalidAnnotation = "InvalidArchFilterAnnotation"
 	action                 = "Scheduling"
 )
 
@@ -59,6 +60,12 @@ func (e podEvents) failedOpen(pod *v1.Pod, d decision) {
 		constraint = "on " + d.set.String()
 	}
 	e.record(pod, v1.EventTypeWarning, EventFailOpen, "Scheduling %s (failurePolicy Ignore): %s", constraint, d.unresolved)
+}
+
+// invalidAnnotation says an archfilter.io/ annotation has a value archfilter
+// does not understand, and what it did instead (err says both).
+func (e podEvents) invalidAnnotation(pod *v1.Pod, err error) {
+	e.record(pod, v1.EventTypeWarning, EventInvalidAnnotation, "%v", err)
 }
 
 func (e podEvents) invalidPreference(pod *v1.Pod, err error) {

@@ -24,8 +24,9 @@ type scope struct {
 
 // skipReason says why a pod is out of scope, or "" when ArchFilter applies.
 func (s *scope) skipReason(pod *v1.Pod) string {
+	skip, _ := annotations.ParseSkip(pod.Annotations[annotations.Skip])
 	switch {
-	case pod.Annotations[annotations.Skip] == "true":
+	case skip:
 		return "annotation " + annotations.Skip
 	case s.settings.excludedNamespaces.Has(pod.Namespace):
 		return "excluded namespace"

@@ -28,6 +28,9 @@ const slowWait = 3 * time.Second
 // pod; a resolver callback or the maxWait timer releases it with Activate.
 // It only reads memory and never blocks: it runs under the queue's lock.
 func (pl *ArchFilter) PreEnqueue(ctx context.Context, pod *v1.Pod) *fwk.Status {
+	if _, err := annotations.ParseSkip(pod.Annotations[annotations.Skip]); err != nil {
+		pl.events.invalidAnnotation(pod, err)
+	}
 	switch pl.scope.skipReason(pod) {
 	case "":
 	case skipDaemonSet:

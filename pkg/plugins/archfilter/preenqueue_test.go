@@ -65,7 +65,13 @@ func TestPreEnqueueScope(t *testing.T) {
 			wantNoLookup: true,
 		},
 		{
-			name:      "skip annotation other than true is ignored",
+			name:         "skip annotation True (strconv.ParseBool's spellings)",
+			pod:          makePod("p", imgNewMain).Annotation(annotations.Skip, "True").Obj(),
+			want:         success,
+			wantNoLookup: true,
+		},
+		{
+			name:      "skip annotation false",
 			pod:       makePod("p", imgNewMain).Annotation(annotations.Skip, "false").Obj(),
 			want:      waiting(),
 			wantAsync: []string{imgNewMain},
@@ -587,5 +593,25 @@ func TestPreEnqueueDaemonSetPinnedToWrongPlatform(t *testing.T) {
 				t.Errorf("DaemonSet pod activated: %v", got)
 			}
 		})
+	}
+}
+
+// TestPreEnqueueInvalidSkipAnnotation: a value that is neither true nor false
+// does not skip the pod, and a warning event says so, naming the value.
+func TestPreEnqueueInvalidSkipAnnotation(t *testing.T) {
+	ctx := testContext(t)
+	h := newHarness(t, ctx, harnessConfig{})
+	pod := makePod("p", imgNewMain).Annotation(annotations.Skip, "yes").Obj()
+	if got := statusOf(h.preEnqueue(ctx, pod)); got != waiting() {
+		t.Errorf("PreEnqueue = %+v, want the pod held like any other", got)
+	}
+	evs := withReason(h.events(), EventInvalidAnnotation)
+	if len(evs) != 1 || !strings.Contains(evs[0], `"yes"`) || !strings.Contains(evs[0], annotations.Skip) {
+		t.Errorf("events %s: want one naming the annotation and the value \"yes\"", evs)
+	}
+	valid := makePod("q", imgNewMain).Annotation(annotations.Skip, "false").Obj()
+	h.preEnqueue(ctx, valid)
+	if evs := withReason(h.events(), EventInvalidAnnotation); len(evs) != 0 {
+		t.Errorf("a valid value raised %s", evs)
 	}
 }

@@ -109,25 +109,40 @@ func mustRender(t *testing.T, values map[string]any, opts renderOpts) []k8srunti
 // strict decodes client-go's kinds rejecting unknown and duplicate fields.
 var strict = serializer.NewCodecFactory(scheme.Scheme, serializer.EnableStrict).UniversalDeserializer()
 
-// decodeAll decodes every document of a YAML stream: client-go's kinds
-// strictly into typed objects, others (monitoring.coreos.com) as unstructured.
-func decodeAll(data []byte) ([]k8sruntime.Object, error) {
+// documents splits a YAML stream into its non-empty documents.
+func documents(data []byte) ([][]byte, error) {
 	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
-	var objs []k8sruntime.Object
-	for i := 1; ; i++ {
+	var docs [][]byte
+	for {
 		doc, err := r.Read()
 		if errors.Is(err, io.EOF) {
-			return objs, nil
+			return docs, nil
 		}
 		if err != nil {
 			return nil, err
 		}
+		var probe any
+		if err := yaml.Unmarshal(doc, &probe); err != nil {
+			return nil, fmt.Errorf("document %d: %w", len(docs)+1, err)
+		}
+		if probe != nil {
+			docs = append(docs, doc)
+		}
+	}
+}
+
+// decodeAll decodes every document of a YAML stream: client-go's kinds
+// strictly into typed objects, others (monitoring.coreos.com) as unstructured.
+func decodeAll(data []byte) ([]k8sruntime.Object, error) {
+	docs, err := documents(data)
+	if err != nil {
+		return nil, err
+	}
+	var objs []k8sruntime.Object
+	for i, doc := range docs {
 		var probe map[string]any
 		if err := yaml.Unmarshal(doc, &probe); err != nil {
-			return nil, fmt.Errorf("document %d: %w", i, err)
-		}
-		if probe == nil {
-			continue
+			return nil, fmt.Errorf("document %d: %w", i+1, err)
 		}
 		if api, _ := probe["apiVersion"].(string); strings.HasPrefix(api, "monitoring.coreos.com/") {
 			objs = append(objs, &unstructured.Unstructured{Object: probe})
@@ -135,10 +150,11 @@ func decodeAll(data []byte) ([]k8sruntime.Object, error) {
 		}
 		obj, _, err := strict.Decode(doc, nil, nil)
 		if err != nil {
-			return nil, fmt.Errorf("document %d: %w", i, err)
+			return nil, fmt.Errorf("document %d: %w", i+1, err)
 		}
 		objs = append(objs, obj)
 	}
+	return objs, nil
 }
 
 // readFile reads a repository-relative file.

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the system packages the tests use, when missing: the CNCF
-# Distribution registry (Debian's docker-registry), htpasswd for its auth, and
-# the CA bundle make image puts in the images.
+# Distribution registry (Debian's docker-registry), htpasswd for its auth, the
+# CA bundle make image puts in the images, and promtool (Debian's prometheus).
 set -o errexit -o nounset -o pipefail
 
 need=()
@@ -9,6 +9,8 @@ command -v docker-registry >/dev/null 2>&1 || need+=(docker-registry)
 command -v htpasswd >/dev/null 2>&1 || need+=(apache2-utils)
 # make image installs the CA bundle in the images.
 [[ -f /etc/ssl/certs/ca-certificates.crt ]] || need+=(ca-certificates)
+# make test-chart checks and unit-tests the alerting rules with promtool.
+command -v promtool >/dev/null 2>&1 || need+=(prometheus)
 [[ ${#need[@]} -eq 0 ]] && exit 0
 
 if [[ $(id -u) -ne 0 ]]; then

@@ -94,11 +94,30 @@ docker-buildx: ## Build and push multi-arch images of both flavours for $(PLATFO
 	docker buildx build --platform $(PLATFORMS) --build-arg VERSION=$(VERSION) --build-arg BUILD_DATE=$(BUILD_DATE) \
 		--build-arg GIT_COMMIT=$(GIT_COMMIT) --build-arg FLAVOUR=k8s1.34 -t $(IMAGE):$(VERSION)-k8s1.34 --push .
 
+##@ Deploy and release
+# One image name in every manifest (archfilter/archfilter-scheduler:<release>),
+# replaced by kustomize's images: with $(IMAGE) and $(VERSION); never latest.
+
+OVERLAY        ?= secondary
+DIST           ?= dist
+
+.PHONY: deploy
+deploy: ## kubectl apply -k manifests/overlays/$(OVERLAY) with the image $(IMAGE):$(VERSION) (-k8s1.34 for that overlay); OVERLAY=secondary|secondary-k8s1.34|kubeadm-replacement.
+	IMAGE=$(IMAGE) VERSION=$(VERSION) OVERLAY=$(OVERLAY) hack/deploy/deploy.sh apply
+
+.PHONY: undeploy
+undeploy: ## Delete what make deploy applied (and the lease); refuses while pods still name the scheduler (FORCE=1 overrides; docs/install.md).
+	IMAGE=$(IMAGE) VERSION=$(VERSION) OVERLAY=$(OVERLAY) hack/deploy/deploy.sh delete
+
+.PHONY: release
+release: ## VERSION=vX.Y.Z IMAGE=registry/name: both images (make image), manifests pinned by digest, the Helm chart, kubectl-archfilter archives, SHA256SUMS into $(DIST)/.
+	IMAGE=$(IMAGE) VERSION=$(VERSION) GIT_COMMIT=$(GIT_COMMIT) BUILD_DATE=$(BUILD_DATE) DIST=$(abspath $(DIST)) hack/release/release.sh
+
 ##@ Test
 
 .PHONY: test
 test: TRIMPATH :=
-test: test-unit verify test-race test-integration e2e e2e-node test-readme bench-smoke ## What CI runs: unit tests, verify, the race detector, integration (in-process control plane, real binaries), e2e on local KWOK clusters and on a real node, README's commands, benchmark smoke.
+test: test-unit verify test-race test-integration test-chart e2e e2e-node test-readme bench-smoke ## What CI runs: unit tests, verify, the race detector, integration (in-process control plane, real binaries), the Helm chart, e2e on local KWOK clusters and on a real node, README's commands, benchmark smoke.
 
 UNIT_PKGS      := ./apis/... ./cmd/... ./internal/... ./pkg/... ./hack/image/...
 # The benchmark report's parsing, targets and smoke gates; not test/perf itself,
@@ -130,6 +149,22 @@ test-integration: build ## Integration tests of both flavours: the real binaries
 		$(GO) test $(GOTESTFLAGS) ./test/integration/...
 	ARCHFILTER_SCHEDULER_BINARY=$(abspath $(BINARY_K8S134)) ARCHFILTER_KUBE_VERSION=$(KUBE_VERSION_K8S134) \
 		$(GO) test $(K8S134_GOFLAGS) $(GOTESTFLAGS) ./test/integration/...
+
+# The chart's tests are a Go module of their own (Helm's client libraries are
+# Kubernetes v0.37, go.mod pins v0.36): lint, every mode and values
+# combination rendered and its configuration validated as kube-scheduler and
+# ArchFilter do, the values schema, promtool on the alerts, and Helm's
+# install/upgrade/uninstall on a KWOK cluster of its own (hack/cluster).
+CHART_TEST_DIR := charts/archfilter/test
+CHART_CLUSTER  := archfilter-chart
+
+.PHONY: test-chart
+test-chart: build-main ## The Helm chart (charts/archfilter/test): lint, render, schema, alert rules (promtool), install/upgrade/uninstall on a local KWOK cluster.
+	hack/install-test-deps.sh
+	@set +o errexit; \
+	kubeconfig=$$(CLUSTER_NAME=$(CHART_CLUSTER) ARCHFILTER_SCHEDULER_BINARY=$(abspath $(BINARY)) hack/cluster/up.sh --no-scheduler) || exit 1; \
+	(cd $(CHART_TEST_DIR) && ARCHFILTER_CHART_KUBECONFIG=$$kubeconfig $(GO) test $(GOTESTFLAGS) -count=1 ./...); rc=$$?; \
+	CLUSTER_NAME=$(CHART_CLUSTER) hack/cluster/down.sh; exit $$rc
 
 .PHONY: manifests-check
 manifests-check: ## Check manifests/ (base, overlays) and render each overlay with kustomize (built once into .cache/bin).

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# make deploy / make undeploy: manifests/overlays/$OVERLAY with the image
+# $IMAGE:$VERSION (the k8s1.34 overlay: $VERSION-k8s1.34), applied to or
+# deleted from the cluster kubectl points at.
+#
+#   deploy.sh apply     kubectl apply -k; for kubeadm-replacement also writes
+#                       the node files with that image and says where they go
+#   deploy.sh delete    refuses while pods still name the scheduler (they would
+#                       stay Pending for ever) or, for kubeadm-replacement,
+#                       while archfilter still runs as kube-scheduler, unless
+#                       FORCE=1; then kubectl delete -k and the lease
+#
+# Environment: IMAGE, VERSION (make sets them), OVERLAY (default secondary),
+# KUBECTL (default kubectl), FORCE.
+set -euo pipefail
+# shellcheck source=hack/deploy/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+action=${1:?usage: deploy.sh apply|delete}
+: "${IMAGE:?set IMAGE=registry/name}" "${VERSION:?set VERSION}"
+OVERLAY=${OVERLAY:-secondary}
+KUBECTL=${KUBECTL:-kubectl}
+check_overlay "$OVERLAY"
+tag=$VERSION
+[[ $(overlay_flavour "$OVERLAY") == k8s1.34 ]] && tag=$VERSION-k8s1.34
+[[ $tag == latest* ]] && die "VERSION=$VERSION: name a release, never latest"
+dir=$ARCHFILTER_CACHE/deploy/$OVERLAY
+pin_overlay "$dir" "$OVERLAY" "$IMAGE" "$tag" ""
+
+# The scheduler name pods opt in with, and the lease (secondary overlays).
+scheduler_name=archfilter-scheduler
+
+case $action in
+  apply)
+    log "applying manifests/overlays/$OVERLAY with $IMAGE:$tag"
+    $KUBECTL apply -k "$dir"
+    if [[ $OVERLAY == kubeadm-replacement ]]; then
+      pin_node_files "$dir/node" "$IMAGE:$tag"
+      log "RBAC applied. On every control-plane node (docs/install.md, \"kubeadm\"):"
+      printf '    copy %s to /etc/kubernetes/archfilter/config.yaml\n' "$dir/node/config.yaml" >&2
+      printf '    keep /etc/kubernetes/manifests/kube-scheduler.yaml outside /etc/kubernetes/manifests, then\n' >&2
+      printf '    copy %s to /etc/kubernetes/manifests/kube-scheduler.yaml\n' "$dir/node/kube-scheduler.yaml" >&2
+    else
+      log "done: kubectl -n kube-system rollout status deployment/archfilter-scheduler"
+    fi
+    ;;
+  delete)
+    if [[ $OVERLAY == kubeadm-replacement ]]; then
+      images=$($KUBECTL -n kube-system get pods -l component=kube-scheduler -o jsonpath='{range .items[*]}{.spec.containers[0].image}{"\n"}{end}')
+      if grep -q archfilter <<<"$images" && [[ -z ${FORCE:-} ]]; then
+        die "archfilter still runs as kube-scheduler ($(grep archfilter <<<"$images" | sort -u | tr '\n' ' ')): put the original /etc/kubernetes/manifests/kube-scheduler.yaml back on every control-plane node first (docs/install.md, \"Uninstall\"), or FORCE=1"
+      fi
+    else
+      pods=$($KUBECTL get pods -A --field-selector=status.phase!=Succeeded,status.phase!=Failed \
+        -o jsonpath="{range .items[?(@.spec.schedulerName==\"$scheduler_name\")]}{.metadata.namespace}/{.metadata.name} {.status.phase}{\"\\n\"}{end}")
+      if [[ -n $pods ]]; then
+        warn "these pods name spec.schedulerName: $scheduler_name; once it is gone, they (and their replacements) stay Pending:"
+        sed 's/^/    /' <<<"$pods" >&2
+        [[ -n ${FORCE:-} ]] || die "move their workloads to another scheduler first (docs/install.md, \"Uninstall\"), or FORCE=1"
+      fi
+    fi
+    log "deleting manifests/overlays/$OVERLAY"
+    $KUBECTL delete -k "$dir" --ignore-not-found
+    if [[ $OVERLAY != kubeadm-replacement ]]; then
+      $KUBECTL -n kube-system delete lease "$scheduler_name" --ignore-not-found
+    fi
+    ;;
+  *) die "unknown action $action (apply, delete)" ;;
+esac

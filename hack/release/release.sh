@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# make release VERSION=vX.Y.Z: everything a release publishes, into $DIST
+# (default dist/):
+#   - the images of both flavours, pushed by make image to $IMAGE:$VERSION and
+#     $IMAGE:$VERSION-k8s1.34 (images.txt names them with their digests);
+#   - manifests/<overlay>.yaml for every overlay, rendered by kustomize with the
+#     image pinned by digest, manifests/kubeadm-replacement/node/ likewise, and
+#     manifests/monitoring.yaml plus grafana-dashboard.json;
+#   - archfilter-<X.Y.Z>.tgz, the Helm chart with appVersion $VERSION and
+#     image.repository $IMAGE;
+#   - kubectl-archfilter_<version>_<os>_<arch>.tar.gz (+ .sha256) when
+#     cmd/kubectl-archfilter exists;
+#   - SHA256SUMS of every file.
+# It refuses a VERSION that is not a release tag (vMAJOR.MINOR.PATCH with an
+# optional -pre-release).
+#
+# Environment: VERSION, IMAGE, GIT_COMMIT, BUILD_DATE (make sets them), DIST,
+# IMAGE_PLATFORMS, REGISTRY_CA (passed to make image), KUSTOMIZE (default
+# kubectl kustomize), CLI_PLATFORMS (default linux/amd64 linux/arm64
+# darwin/amd64 darwin/arm64 windows/amd64), RELEASE_SKIP_IMAGES=1 to reuse the
+# digests of the last make image (the same VERSION and IMAGE).
+set -euo pipefail
+# shellcheck source=hack/deploy/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../deploy/lib.sh"
+cd "$ROOT"
+
+: "${VERSION:?}" "${IMAGE:?set IMAGE=registry/name}" "${GIT_COMMIT:?}" "${BUILD_DATE:?}"
+semver='^v(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(-[0-9A-Za-z.-]+)?$'
+[[ $VERSION =~ $semver ]] ||
+  die "VERSION=$VERSION is not a release tag: vMAJOR.MINOR.PATCH[-PRERELEASE], e.g. make release VERSION=v0.1.0"
+DIST=${DIST:-$ROOT/dist}
+MAKE=${MAKE:-make}
+CLI_PLATFORMS=${CLI_PLATFORMS:-linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64}
+IMAGE_OUT=$ARCHFILTER_CACHE/image
+rm -rf "$DIST"
+mkdir -p "$DIST/manifests"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+start=$(date +%s)
+
+# 1. The images; hack/image writes REFERENCE@DIGEST of each pushed index.
+if [[ -z ${RELEASE_SKIP_IMAGES:-} ]]; then
+  rm -f "$IMAGE_OUT"/*/digest
+  log "images $IMAGE:$VERSION and $IMAGE:$VERSION-k8s1.34 (make image)"
+  $MAKE --no-print-directory image IMAGE="$IMAGE" VERSION="$VERSION" IMAGE_FLAVOURS="main k8s1.34" >&2
+fi
+declare -A digest
+for flavour in main k8s1.34; do
+  f=$IMAGE_OUT/$flavour/digest
+  [[ -f $f ]] || die "$f missing: make image did not push the $flavour image"
+  ref=$(<"$f")
+  digest[$flavour]=${ref##*@}
+  [[ ${digest[$flavour]} =~ ^sha256:[0-9a-f]{64}$ ]] || die "$f: $ref has no sha256 digest"
+  tag=$VERSION
+  [[ $flavour == k8s1.34 ]] && tag=$VERSION-k8s1.34
+  echo "$IMAGE:$tag@${digest[$flavour]}" >>"$DIST/images.txt"
+done
+
+# 2. Manifests, the image pinned by digest.
+for overlay in "${OVERLAYS[@]}"; do
+  d=${digest[$(overlay_flavour "$overlay")]}
+  pin_overlay "$work/$overlay" "$overlay" "$IMAGE" "" "$d"
+  kustomize_build "$work/$overlay" >"$DIST/manifests/$overlay.yaml"
+  log "manifests/$overlay.yaml ($IMAGE@$d)"
+done
+pin_node_files "$DIST/manifests/kubeadm-replacement/node" "$IMAGE@${digest[main]}"
+kustomize_build "$ROOT/manifests/monitoring" >"$DIST/manifests/monitoring.yaml"
+cp "$ROOT/manifests/monitoring/grafana-dashboard.json" "$DIST/grafana-dashboard.json"
+if grep -rn "image: $MANIFEST_IMAGE[:@]" "$DIST/manifests" >&2; then
+  die "a rendered manifest still names $MANIFEST_IMAGE (above) instead of $IMAGE@digest"
+fi
+
+# 3. The Helm chart (Helm's library, charts/archfilter/test/chartpackage).
+log "Helm chart ${VERSION#v}, appVersion $VERSION"
+(cd "$ROOT/charts/archfilter/test" && go run ./chartpackage -chart "$ROOT/charts/archfilter" \
+  -version "${VERSION#v}" -app-version "$VERSION" -repository "$IMAGE" -out "$DIST") >&2
+
+# 4. kubectl-archfilter, once it exists.
+if [[ -d $ROOT/cmd/kubectl-archfilter ]]; then
+  ldflags=$($MAKE --no-print-directory -s ldflags VERSION="$VERSION" GIT_COMMIT="$GIT_COMMIT" BUILD_DATE="$BUILD_DATE")
+  for plat in $CLI_PLATFORMS; do
+    os=${plat%/*} arch=${plat#*/}
+    exe=kubectl-archfilter
+    [[ $os == windows ]] && exe=kubectl-archfilter.exe
+    log "kubectl-archfilter $os/$arch"
+    mkdir -p "$work/cli/$os-$arch"
+    CGO_ENABLED=0 GOOS=$os GOARCH=$arch go build -trimpath -ldflags "$ldflags" -o "$work/cli/$os-$arch/$exe" ./cmd/kubectl-archfilter
+    cp LICENSE "$work/cli/$os-$arch/"
+    archive=kubectl-archfilter_${VERSION}_${os}_${arch}.tar.gz
+    # Reproducible: fixed owner, order and times.
+    tar --sort=name --owner=0 --group=0 --numeric-owner --mtime="$BUILD_DATE" \
+      -C "$work/cli/$os-$arch" -cf - "$exe" LICENSE | gzip -n >"$DIST/$archive"
+    (cd "$DIST" && sha256sum "$archive" >"$archive.sha256")
+  done
+else
+  warn "cmd/kubectl-archfilter does not exist: no kubectl-archfilter archives"
+fi
+
+(cd "$DIST" && find . -type f ! -name SHA256SUMS -printf '%P\n' | sort | xargs sha256sum >SHA256SUMS)
+log "release $VERSION in $DIST ($(($(date +%s) - start))s):"
+(cd "$DIST" && find . -type f -printf '    %P\n' | sort) >&2

@@ -20,6 +20,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	schedconfig "k8s.io/kubernetes/pkg/scheduler/apis/config"
 	"sigs.k8s.io/yaml"
+
+	"github.com/archfilter/archfilter/test/manifests/objects"
 )
 
 // ArchFilterRules are the exact rules of the ClusterRole archfilter-scheduler:
@@ -35,29 +37,11 @@ func LeaderElectionRules(lease string) []rbacv1.PolicyRule {
 	}
 }
 
-// ID names an object: "Kind namespace/name" (cluster-scoped: "Kind name").
-func ID(o k8sruntime.Object) string {
-	m, err := meta.Accessor(o)
-	if err != nil {
-		return fmt.Sprintf("%T", o)
-	}
-	kind := o.GetObjectKind().GroupVersionKind().Kind
-	if m.GetNamespace() == "" {
-		return kind + " " + m.GetName()
-	}
-	return kind + " " + m.GetNamespace() + "/" + m.GetName()
-}
+// ID names an object ("Kind namespace/name").
+func ID(o k8sruntime.Object) string { return objects.ID(o) }
 
 // Of returns the objects of type T.
-func Of[T k8sruntime.Object](objs []k8sruntime.Object) []T {
-	var out []T
-	for _, o := range objs {
-		if t, ok := o.(T); ok {
-			out = append(out, t)
-		}
-	}
-	return out
-}
+func Of[T k8sruntime.Object](objs []k8sruntime.Object) []T { return objects.Of[T](objs) }
 
 // configMapName is the generated ConfigMap's name, with or without the
 // content hash kustomize appends.

@@ -6,11 +6,7 @@
 package manifests
 
 import (
-	"bufio"
-	"bytes"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -21,9 +17,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/serializer"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/klog/v2"
 	"k8s.io/kubernetes/cmd/kube-scheduler/app/options"
 	schedconfig "k8s.io/kubernetes/pkg/scheduler/apis/config"
@@ -31,6 +24,7 @@ import (
 
 	// ArchFilterArgs in kube-scheduler's configuration scheme.
 	_ "github.com/archfilter/archfilter/apis/config/scheme"
+	"github.com/archfilter/archfilter/test/manifests/objects"
 )
 
 // Names the manifests and the code agree on.
@@ -65,57 +59,13 @@ func Root() string {
 // Path is a repository-relative path made absolute.
 func Path(rel string) string { return filepath.Join(Root(), filepath.FromSlash(rel)) }
 
-// strict decodes client-go's kinds (core, apps, rbac, ...) rejecting unknown
-// and duplicate fields.
-var strict = serializer.NewCodecFactory(scheme.Scheme, serializer.EnableStrict).UniversalDeserializer()
-
-// Documents splits a YAML stream into its documents, dropping empty ones
-// (only comments or whitespace).
-func Documents(data []byte) ([][]byte, error) {
-	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
-	var docs [][]byte
-	for {
-		doc, err := r.Read()
-		if errors.Is(err, io.EOF) {
-			return docs, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		var v any
-		if err := yaml.Unmarshal(doc, &v); err != nil {
-			return nil, err
-		}
-		if v != nil {
-			docs = append(docs, doc)
-		}
-	}
-}
-
-// Kind reads a document's apiVersion and kind.
-func Kind(doc []byte) (metav1.TypeMeta, error) {
-	var tm metav1.TypeMeta
-	err := yaml.Unmarshal(doc, &tm)
-	return tm, err
-}
-
-// Decode decodes every document of a YAML stream strictly into client-go's
-// typed objects; a kind client-go does not know is an error.
-func Decode(data []byte) ([]k8sruntime.Object, error) {
-	docs, err := Documents(data)
-	if err != nil {
-		return nil, err
-	}
-	var objs []k8sruntime.Object
-	for i, doc := range docs {
-		obj, _, err := strict.Decode(doc, nil, nil)
-		if err != nil {
-			return nil, fmt.Errorf("document %d: %w", i+1, err)
-		}
-		objs = append(objs, obj)
-	}
-	return objs, nil
-}
+// Documents, Kind and Decode are the objects package's (strict decoding of
+// client-go's kinds), shared with the chart's tests.
+var (
+	Documents = objects.Documents
+	Kind      = objects.Kind
+	Decode    = objects.Decode
+)
 
 // DecodeFile is Decode of a file.
 func DecodeFile(path string) ([]k8sruntime.Object, error) {

@@ -6,9 +6,6 @@
 package charttest
 
 import (
-	"bufio"
-	"bytes"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -26,10 +23,9 @@ import (
 	"helm.sh/helm/v3/pkg/storage/driver"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/serializer"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	"k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/yaml"
+
+	"github.com/archfilter/archfilter/test/manifests/objects"
 )
 
 // Namespace is where the chart is meant to be installed (the lease and the
@@ -106,49 +102,28 @@ func mustRender(t *testing.T, values map[string]any, opts renderOpts) []k8srunti
 	return objs
 }
 
-// strict decodes client-go's kinds rejecting unknown and duplicate fields.
-var strict = serializer.NewCodecFactory(scheme.Scheme, serializer.EnableStrict).UniversalDeserializer()
-
-// documents splits a YAML stream into its non-empty documents.
-func documents(data []byte) ([][]byte, error) {
-	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
-	var docs [][]byte
-	for {
-		doc, err := r.Read()
-		if errors.Is(err, io.EOF) {
-			return docs, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		var probe any
-		if err := yaml.Unmarshal(doc, &probe); err != nil {
-			return nil, fmt.Errorf("document %d: %w", len(docs)+1, err)
-		}
-		if probe != nil {
-			docs = append(docs, doc)
-		}
-	}
-}
-
 // decodeAll decodes every document of a YAML stream: client-go's kinds
 // strictly into typed objects, others (monitoring.coreos.com) as unstructured.
 func decodeAll(data []byte) ([]k8sruntime.Object, error) {
-	docs, err := documents(data)
+	docs, err := objects.Documents(data)
 	if err != nil {
 		return nil, err
 	}
 	var objs []k8sruntime.Object
 	for i, doc := range docs {
-		var probe map[string]any
-		if err := yaml.Unmarshal(doc, &probe); err != nil {
+		tm, err := objects.Kind(doc)
+		if err != nil {
 			return nil, fmt.Errorf("document %d: %w", i+1, err)
 		}
-		if api, _ := probe["apiVersion"].(string); strings.HasPrefix(api, "monitoring.coreos.com/") {
-			objs = append(objs, &unstructured.Unstructured{Object: probe})
+		if strings.HasPrefix(tm.APIVersion, "monitoring.coreos.com/") {
+			u := &unstructured.Unstructured{}
+			if err := yaml.Unmarshal(doc, &u.Object); err != nil {
+				return nil, fmt.Errorf("document %d: %w", i+1, err)
+			}
+			objs = append(objs, u)
 			continue
 		}
-		obj, _, err := strict.Decode(doc, nil, nil)
+		obj, err := objects.DecodeStrict(doc)
 		if err != nil {
 			return nil, fmt.Errorf("document %d: %w", i+1, err)
 		}

@@ -23,6 +23,8 @@ import (
 	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/yaml"
+
+	"github.com/archfilter/archfilter/test/manifests/objects"
 )
 
 // kubeconfigEnv names the cluster the install test uses: make test-chart
@@ -168,7 +170,7 @@ func TestInstall(t *testing.T) {
 func installMonitoringCRDs(ctx context.Context, t *testing.T, restConfig *rest.Config) {
 	t.Helper()
 	client := apiextensionsclient.NewForConfigOrDie(restConfig)
-	docs, err := documents(readFile(t, "charts/archfilter/test/testdata/monitoring-crds.yaml"))
+	docs, err := objects.Documents(readFile(t, "charts/archfilter/test/testdata/monitoring-crds.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}

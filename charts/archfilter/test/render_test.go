@@ -16,10 +16,11 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
+
+	"github.com/archfilter/archfilter/test/manifests/objects"
 )
 
 // monitoringAPIs are the Prometheus Operator kinds, as a cluster with its CRDs serves them.
@@ -59,28 +60,10 @@ func objectIDs(objs []k8sruntime.Object) []string {
 	return ids
 }
 
-func id(o k8sruntime.Object) string {
-	m, err := meta.Accessor(o)
-	if err != nil {
-		return fmt.Sprintf("%T", o)
-	}
-	kind := o.GetObjectKind().GroupVersionKind().Kind
-	if m.GetNamespace() == "" {
-		return kind + " " + m.GetName()
-	}
-	return kind + " " + m.GetNamespace() + "/" + m.GetName()
-}
+var id = objects.ID
 
 // of returns the objects of type T.
-func of[T k8sruntime.Object](objs []k8sruntime.Object) []T {
-	var out []T
-	for _, o := range objs {
-		if t, ok := o.(T); ok {
-			out = append(out, t)
-		}
-	}
-	return out
-}
+func of[T k8sruntime.Object](objs []k8sruntime.Object) []T { return objects.Of[T](objs) }
 
 // one returns the only object of type T, failing the test otherwise.
 func one[T k8sruntime.Object](t *testing.T, objs []k8sruntime.Object) T {

@@ -462,6 +462,7 @@ func TestRenderRejects(t *testing.T) {
 	}{
 		{name: "latest", values: "image: {tag: latest}", want: []string{"image.tag", "latest"}},
 		{name: "two replicas without leader election", values: "leaderElection: {enabled: false}", want: []string{"leaderElection.enabled"}},
+		{name: "replacement without leader election", values: "mode: replacement\nreplicas: 1\nleaderElection: {enabled: false}", want: []string{"leaderElection.enabled", "replacement"}},
 		{name: "network policy without the API server's addresses", values: "networkPolicy: {enabled: true}", want: []string{"networkPolicy.apiServer.cidrs"}},
 		{name: "ServiceMonitor without the Prometheus Operator", values: "metrics: {serviceMonitor: {enabled: true}}", want: []string{"metrics.serviceMonitor.enabled", "monitoring.coreos.com/v1/ServiceMonitor"}},
 		{name: "PrometheusRule without the Prometheus Operator", values: "metrics: {prometheusRule: {enabled: true}}", want: []string{"metrics.prometheusRule.enabled", "monitoring.coreos.com/v1/PrometheusRule"}},

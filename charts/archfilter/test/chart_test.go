@@ -19,6 +19,7 @@ import (
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/kube/fake"
+	"helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/storage"
 	"helm.sh/helm/v3/pkg/storage/driver"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -57,15 +58,20 @@ func loadChart(t *testing.T) *chart.Chart {
 type renderOpts struct {
 	namespace   string
 	apiVersions []string // e.g. monitoring.coreos.com/v1/ServiceMonitor
+	kubeMinor   string   // the cluster's minor version, default 36
 }
 
-// render renders the chart the way `helm template` does (Helm's install
-// action, client-only), values checked against values.schema.json.
-func render(t *testing.T, values map[string]any, opts renderOpts) (string, error) {
+// dryRun installs the chart the way `helm template` renders it (Helm's
+// install action, client-only), values checked against values.schema.json.
+func dryRun(t *testing.T, values map[string]any, opts renderOpts) (*release.Release, error) {
 	t.Helper()
 	ns := opts.namespace
 	if ns == "" {
 		ns = Namespace
+	}
+	minor := opts.kubeMinor
+	if minor == "" {
+		minor = "36"
 	}
 	cfg := &action.Configuration{
 		Releases:     storage.Init(driver.NewMemory()),
@@ -79,9 +85,15 @@ func render(t *testing.T, values map[string]any, opts renderOpts) (string, error
 	install.Replace = true
 	install.ReleaseName = "archfilter"
 	install.Namespace = ns
-	install.KubeVersion = &chartutil.KubeVersion{Version: "v1.36.5", Major: "1", Minor: "36"}
+	install.KubeVersion = &chartutil.KubeVersion{Version: "v1." + minor + ".2", Major: "1", Minor: minor}
 	install.APIVersions = opts.apiVersions
-	rel, err := install.Run(loadChart(t), values)
+	return install.Run(loadChart(t), values)
+}
+
+// render returns the manifests dryRun renders.
+func render(t *testing.T, values map[string]any, opts renderOpts) (string, error) {
+	t.Helper()
+	rel, err := dryRun(t, values, opts)
 	if err != nil {
 		return "", err
 	}

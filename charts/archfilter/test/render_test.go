@@ -485,3 +485,26 @@ func TestRenderRejects(t *testing.T) {
 		})
 	}
 }
+
+// TestNotesWarnFlavourSkew: the install notes warn when the image's flavour
+// does not support the cluster's minor (kube-scheduler may be one minor older
+// than the API server, never newer), and only then.
+func TestNotesWarnFlavourSkew(t *testing.T) {
+	for _, tc := range []struct {
+		flavour, minor string
+		warn           bool
+	}{
+		{"main", "36", false}, {"main", "37", false}, {"main", "35", true}, {"main", "38", true},
+		{"k8s1.34", "34", false}, {"k8s1.34", "35", false}, {"k8s1.34", "36", true}, {"k8s1.34", "37", true},
+	} {
+		t.Run(tc.flavour+" on 1."+tc.minor, func(t *testing.T) {
+			rel, err := dryRun(t, map[string]any{"image": map[string]any{"flavour": tc.flavour}}, renderOpts{kubeMinor: tc.minor})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.Contains(rel.Info.Notes, "WARNING"); got != tc.warn {
+				t.Errorf("warning %v, want %v; notes:\n%s", got, tc.warn, rel.Info.Notes)
+			}
+		})
+	}
+}

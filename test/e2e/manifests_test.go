@@ -119,18 +119,28 @@ var errSkip = fmt.Errorf("skip")
 // returns its output and its objects, strictly decoded.
 func render(t *testing.T, dir string) ([]byte, []runtime.Object) {
 	t.Helper()
-	cmd := exec.Command(kustomize(t), "build", manifests.Path(dir))
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
+	out, err := runKustomize(t, dir)
 	if err != nil {
-		t.Fatalf("kustomize build %s: %v\n%s", dir, err, stderr.String())
+		t.Fatal(err)
 	}
 	objs, err := manifests.Decode(out)
 	if err != nil {
 		t.Fatalf("kustomize build %s: %v", dir, err)
 	}
 	return out, objs
+}
+
+// runKustomize runs `kustomize build` on a repository-relative directory.
+func runKustomize(t *testing.T, dir string) ([]byte, error) {
+	t.Helper()
+	cmd := exec.Command(kustomize(t), "build", manifests.Path(dir))
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("kustomize build %s: %w\n%s", dir, err, stderr.String())
+	}
+	return out, nil
 }
 
 func repoFile(t *testing.T, rel string) []byte {

@@ -154,7 +154,8 @@ test-integration: build ## Integration tests of both flavours: the real binaries
 # Kubernetes v0.37, go.mod pins v0.36): lint, every mode and values
 # combination rendered and its configuration validated as kube-scheduler and
 # ArchFilter do, the values schema, promtool on the alerts, and Helm's
-# install/upgrade/uninstall on a KWOK cluster of its own (hack/cluster).
+# install/upgrade/uninstall on a KWOK cluster of its own (hack/cluster; its
+# scheduler, the plain default profile, places the chart's pods on fake nodes).
 CHART_TEST_DIR := charts/archfilter/test
 CHART_CLUSTER  := archfilter-chart
 
@@ -162,7 +163,7 @@ CHART_CLUSTER  := archfilter-chart
 test-chart: build-main ## The Helm chart (charts/archfilter/test): lint, render, schema, alert rules (promtool), install/upgrade/uninstall on a local KWOK cluster.
 	hack/install-test-deps.sh
 	@set +o errexit; \
-	kubeconfig=$$(CLUSTER_NAME=$(CHART_CLUSTER) ARCHFILTER_SCHEDULER_BINARY=$(abspath $(BINARY)) hack/cluster/up.sh --no-scheduler) || exit 1; \
+	kubeconfig=$$(CLUSTER_NAME=$(CHART_CLUSTER) ARCHFILTER_SCHEDULER_BINARY=$(abspath $(BINARY)) hack/cluster/up.sh) || exit 1; \
 	(cd $(CHART_TEST_DIR) && ARCHFILTER_CHART_KUBECONFIG=$$kubeconfig $(GO) test $(GOTESTFLAGS) -count=1 ./...); rc=$$?; \
 	CLUSTER_NAME=$(CHART_CLUSTER) hack/cluster/down.sh; exit $$rc
 

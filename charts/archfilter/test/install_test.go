@@ -34,9 +34,10 @@ const kubeconfigEnv = "ARCHFILTER_CHART_KUBECONFIG"
 
 // TestInstall installs the chart with Helm's install action against a real
 // API server, with every optional object on (the cluster serves
-// monitoring.coreos.com/v1 through stand-in CRDs), checks the API server
-// accepted and stored each rendered object, upgrades it to the k8s1.34
-// flavour in replacement mode, and uninstalls it, leaving nothing behind.
+// monitoring.coreos.com/v1 through stand-in CRDs), waits for the Deployment
+// to roll out on the cluster's fake nodes, checks the API server accepted and
+// stored each rendered object, upgrades it to the k8s1.34 flavour in
+// replacement mode, and uninstalls it, leaving nothing behind.
 func TestInstall(t *testing.T) {
 	kubeconfig := os.Getenv(kubeconfigEnv)
 	if kubeconfig == "" {
@@ -76,6 +77,7 @@ func TestInstall(t *testing.T) {
 	install.ReleaseName = name
 	install.Namespace = Namespace
 	install.Timeout = 2 * time.Minute
+	install.Wait = true // the Deployment rolls out: its pods are scheduled and Ready
 	rel, err := install.RunWithContext(ctx, chrt, values)
 	if err != nil {
 		t.Fatalf("helm install: %v", err)
@@ -109,14 +111,35 @@ func TestInstall(t *testing.T) {
 		return d
 	}
 	want := one[*appsv1.Deployment](t, objs).Spec.Template.Spec.Containers[0].Image
-	if got := deployment().Spec.Template.Spec.Containers[0].Image; got != want {
+	d := deployment()
+	if got := d.Spec.Template.Spec.Containers[0].Image; got != want {
 		t.Errorf("stored Deployment runs %q, rendered %q", got, want)
+	}
+	// KWOK's nodes run no containers but report the pods they are given Ready:
+	// the chart's pods were placed (linux nodes of any architecture, spread
+	// over nodes, system-cluster-critical) by the cluster's scheduler.
+	if d.Status.ReadyReplicas != 2 {
+		t.Errorf("Deployment %s: %d ready replicas after helm install --wait, want 2", d.Name, d.Status.ReadyReplicas)
+	}
+	pods, err := kube.CoreV1().Pods(Namespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=" + name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodes := map[string]bool{}
+	for _, p := range pods.Items {
+		if p.Spec.NodeName != "" && p.DeletionTimestamp == nil {
+			nodes[p.Spec.NodeName] = true
+		}
+	}
+	if len(nodes) != 2 {
+		t.Errorf("the 2 replicas run on %d nodes (%v), want 2: spread over nodes", len(nodes), nodes)
 	}
 
 	// Upgrade: the k8s1.34 flavour as the default scheduler.
 	upgrade := action.NewUpgrade(cfg)
 	upgrade.Namespace = Namespace
 	upgrade.Timeout = 2 * time.Minute
+	upgrade.Wait = true
 	upgrade.ReuseValues = true
 	rel, err = upgrade.RunWithContext(ctx, name, chrt, map[string]any{"mode": "replacement", "image": map[string]any{"flavour": "k8s1.34"}})
 	if err != nil {

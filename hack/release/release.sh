@@ -75,8 +75,9 @@ log "Helm chart ${VERSION#v}, appVersion $VERSION"
 (cd "$ROOT/charts/archfilter/test" && go run ./chartpackage -chart "$ROOT/charts/archfilter" \
   -version "${VERSION#v}" -app-version "$VERSION" -repository "$IMAGE" -out "$DIST") >&2
 
-# 4. kubectl-archfilter, once it exists.
-if [[ -d $ROOT/cmd/kubectl-archfilter ]]; then
+# 4. kubectl-archfilter, once it exists (CLI_PKG: its package).
+CLI_PKG=${CLI_PKG:-./cmd/kubectl-archfilter}
+if [[ -d $ROOT/$CLI_PKG ]]; then
   ldflags=$($MAKE --no-print-directory -s ldflags VERSION="$VERSION" GIT_COMMIT="$GIT_COMMIT" BUILD_DATE="$BUILD_DATE")
   for plat in $CLI_PLATFORMS; do
     os=${plat%/*} arch=${plat#*/}
@@ -84,7 +85,7 @@ if [[ -d $ROOT/cmd/kubectl-archfilter ]]; then
     [[ $os == windows ]] && exe=kubectl-archfilter.exe
     log "kubectl-archfilter $os/$arch"
     mkdir -p "$work/cli/$os-$arch"
-    CGO_ENABLED=0 GOOS=$os GOARCH=$arch go build -trimpath -ldflags "$ldflags" -o "$work/cli/$os-$arch/$exe" ./cmd/kubectl-archfilter
+    CGO_ENABLED=0 GOOS=$os GOARCH=$arch go build -trimpath -ldflags "$ldflags" -o "$work/cli/$os-$arch/$exe" "$CLI_PKG"
     cp LICENSE "$work/cli/$os-$arch/"
     archive=kubectl-archfilter_${VERSION}_${os}_${arch}.tar.gz
     # Reproducible: fixed owner, order and times.
@@ -93,7 +94,7 @@ if [[ -d $ROOT/cmd/kubectl-archfilter ]]; then
     (cd "$DIST" && sha256sum "$archive" >"$archive.sha256")
   done
 else
-  warn "cmd/kubectl-archfilter does not exist: no kubectl-archfilter archives"
+  warn "$CLI_PKG does not exist: no kubectl-archfilter archives"
 fi
 
 (cd "$DIST" && find . -type f ! -name SHA256SUMS -printf '%P\n' | sort | xargs sha256sum >SHA256SUMS)

@@ -1,0 +1,121 @@
+package charttest
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// TestDeployUndeploy runs make deploy's and make undeploy's script against a
+// real API server: the overlay applied with the image given; undeploy refuses
+// while a pod still names the scheduler, listing it, and once it is gone
+// removes everything, the lease included.
+func TestDeployUndeploy(t *testing.T) {
+	kubeconfig := os.Getenv(kubeconfigEnv)
+	if kubeconfig == "" {
+		t.Skipf("%s is not set: `make test-chart` runs this test on a local KWOK cluster", kubeconfigEnv)
+	}
+	ctx := t.Context()
+	restConfig, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kube := kubernetes.NewForConfigOrDie(restConfig)
+	kubectl := "kubectl"
+	if found, _ := filepath.Glob(repoPath(".cache/bin/kube-v1.36.5/kubectl")); len(found) == 1 {
+		kubectl = found[0]
+	}
+	const image = "registry.example.com/archfilter/archfilter-scheduler"
+	deploy := func(action string, env ...string) (string, error) {
+		cmd := exec.Command("hack/deploy/deploy.sh", action)
+		cmd.Dir = repoRoot()
+		cmd.Env = append(os.Environ(), append(env, "KUBECONFIG="+kubeconfig, "KUBECTL="+kubectl,
+			"IMAGE="+image, "VERSION=v9.8.7", "OVERLAY=secondary", "ARCHFILTER_CACHE="+t.TempDir())...)
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	t.Cleanup(func() { _, _ = deploy("delete", "FORCE=1") })
+
+	if out, err := deploy("apply"); err != nil {
+		t.Fatalf("deploy.sh apply: %v\n%s", err, out)
+	}
+	d, err := kube.AppsV1().Deployments(Namespace).Get(ctx, "archfilter-scheduler", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := d.Spec.Template.Spec.Containers[0].Image, image+":v9.8.7"; got != want {
+		t.Errorf("deployed image %q, want %q", got, want)
+	}
+
+	// A pod that names the scheduler: nothing schedules it here, as nothing
+	// would once archfilter is gone.
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "undeploy-"}}
+	ns, err = kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = kube.CoreV1().Namespaces().Delete(context.Background(), ns.Name, metav1.DeleteOptions{}) })
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "waits-for-archfilter", Namespace: ns.Name},
+		Spec: corev1.PodSpec{
+			SchedulerName: "archfilter-scheduler",
+			Containers:    []corev1.Container{{Name: "app", Image: "registry.example.com/app:v1"}},
+		},
+	}
+	if _, err := kube.CoreV1().Pods(ns.Name).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	out, err := deploy("delete")
+	if err == nil {
+		t.Fatalf("undeploy went ahead with a pod naming the scheduler:\n%s", out)
+	}
+	if !strings.Contains(out, ns.Name+"/waits-for-archfilter") || !strings.Contains(out, "FORCE=1") {
+		t.Errorf("undeploy's refusal does not list the pod and the way out:\n%s", out)
+	}
+	if _, err := kube.AppsV1().Deployments(Namespace).Get(ctx, "archfilter-scheduler", metav1.GetOptions{}); err != nil {
+		t.Errorf("the refused undeploy removed the Deployment: %v", err)
+	}
+
+	if err := kube.CoreV1().Pods(ns.Name).Delete(ctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: new(int64)}); err != nil {
+		t.Fatal(err)
+	}
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		_, err := kube.CoreV1().Pods(ns.Name).Get(ctx, pod.Name, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := deploy("delete"); err != nil {
+		t.Fatalf("deploy.sh delete: %v\n%s", err, out)
+	}
+	for what, get := range map[string]func() error{
+		"Deployment": func() error {
+			_, err := kube.AppsV1().Deployments(Namespace).Get(ctx, "archfilter-scheduler", metav1.GetOptions{})
+			return err
+		},
+		"ClusterRole": func() error {
+			_, err := kube.RbacV1().ClusterRoles().Get(ctx, "archfilter-scheduler", metav1.GetOptions{})
+			return err
+		},
+		"Lease": func() error {
+			_, err := kube.CoordinationV1().Leases(Namespace).Get(ctx, "archfilter-scheduler", metav1.GetOptions{})
+			return err
+		},
+	} {
+		if err := get(); !apierrors.IsNotFound(err) {
+			t.Errorf("%s after undeploy: %v, want NotFound", what, err)
+		}
+	}
+}

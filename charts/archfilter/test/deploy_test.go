@@ -14,7 +14,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 )
 
 // TestDeployUndeploy runs make deploy's and make undeploy's script against a
@@ -22,15 +21,8 @@ import (
 // while a pod still names the scheduler, listing it, and once it is gone
 // removes everything, the lease included.
 func TestDeployUndeploy(t *testing.T) {
-	kubeconfig := os.Getenv(kubeconfigEnv)
-	if kubeconfig == "" {
-		t.Skipf("%s is not set: `make test-chart` runs this test on a local KWOK cluster", kubeconfigEnv)
-	}
+	kubeconfig, restConfig := cluster(t)
 	ctx := t.Context()
-	restConfig, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
 	kube := kubernetes.NewForConfigOrDie(restConfig)
 	kubectl := "kubectl"
 	if found, _ := filepath.Glob(repoPath(".cache/bin/kube-v1.36.5/kubectl")); len(found) == 1 {

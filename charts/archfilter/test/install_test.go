@@ -32,6 +32,21 @@ import (
 // kube-controller-manager; hack/cluster/up.sh) and sets it.
 const kubeconfigEnv = "ARCHFILTER_CHART_KUBECONFIG"
 
+// cluster returns the kubeconfig of the test cluster and its client
+// configuration; without one (plain go test) the test is skipped.
+func cluster(t *testing.T) (string, *rest.Config) {
+	t.Helper()
+	kubeconfig := os.Getenv(kubeconfigEnv)
+	if kubeconfig == "" {
+		t.Skipf("%s is not set: `make test-chart` runs this test on a local KWOK cluster", kubeconfigEnv)
+	}
+	restConfig, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return kubeconfig, restConfig
+}
+
 // TestInstall installs the chart with Helm's install action against a real
 // API server, with every optional object on (the cluster serves
 // monitoring.coreos.com/v1 through stand-in CRDs), waits for the Deployment
@@ -39,15 +54,8 @@ const kubeconfigEnv = "ARCHFILTER_CHART_KUBECONFIG"
 // stored each rendered object, upgrades it to the k8s1.34 flavour in
 // replacement mode, and uninstalls it, leaving nothing behind.
 func TestInstall(t *testing.T) {
-	kubeconfig := os.Getenv(kubeconfigEnv)
-	if kubeconfig == "" {
-		t.Skipf("%s is not set: `make test-chart` runs this test on a local KWOK cluster", kubeconfigEnv)
-	}
+	kubeconfig, restConfig := cluster(t)
 	ctx := t.Context()
-	restConfig, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
 	installMonitoringCRDs(ctx, t, restConfig)
 
 	flags := genericclioptions.NewConfigFlags(false)

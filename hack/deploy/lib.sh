@@ -7,7 +7,10 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 ARCHFILTER_CACHE=${ARCHFILTER_CACHE:-$ROOT/.cache}
 # The image name the manifests use; kustomize replaces it.
 MANIFEST_IMAGE=archfilter/archfilter-scheduler
-OVERLAYS=(secondary secondary-k8s1.34 kubeadm-replacement)
+# Every overlay (make release renders each; a new one is picked up).
+mapfile -t OVERLAYS < <(cd "$ROOT/manifests/overlays" && for d in */; do
+  [[ -f $d/kustomization.yaml ]] && echo "${d%/}"
+done)
 
 log()  { printf '\033[1;34m==>\033[0m %s\n' "$*" >&2; }
 warn() { printf '\033[1;33mwarning:\033[0m %s\n' "$*" >&2; }

@@ -4,6 +4,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/archfilter/archfilter/pkg/podplatform"
 	"github.com/archfilter/archfilter/pkg/resolver"
 )
 
@@ -26,7 +27,8 @@ func (pl *ArchFilter) checkDaemonSetPod(pod *v1.Pod) {
 	}
 	creds := pl.credentials.ForPod(pod)
 	var missing []string
-	forEachImage(pod, func(image string) bool {
+	podplatform.ForEachImage(pod, func(img podplatform.Image) bool {
+		image := img.Reference
 		if _, ok := pl.resolver.Lookup(request(image, creds)); !ok {
 			missing = append(missing, image)
 		}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/archfilter/archfilter/apis/annotations"
 	"github.com/archfilter/archfilter/pkg/platform"
+	"github.com/archfilter/archfilter/pkg/podplatform"
 )
 
 // Event reasons ArchFilter records on pods. In 1.34 a pod held at PreEnqueue
@@ -41,7 +42,7 @@ func (e podEvents) waiting(pod *v1.Pod, pending []string) {
 
 func (e podEvents) resolved(pod *v1.Pod, set platform.Set) {
 	if set.IsAny() {
-		e.record(pod, v1.EventTypeNormal, EventResolved, "Images of %s run on any platform", strings.Join(podImages(pod), ", "))
+		e.record(pod, v1.EventTypeNormal, EventResolved, "Images of %s run on any platform", strings.Join(podplatform.Images(pod), ", "))
 		return
 	}
 	e.record(pod, v1.EventTypeNormal, EventResolved, "Images of the pod run on %s", set.String())

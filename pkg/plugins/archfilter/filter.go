@@ -13,6 +13,7 @@ import (
 	"github.com/archfilter/archfilter/apis/config"
 	"github.com/archfilter/archfilter/internal/schedfw"
 	"github.com/archfilter/archfilter/pkg/platform"
+	"github.com/archfilter/archfilter/pkg/podplatform"
 )
 
 // Reasons, in the plural "node(s) …" style the scheduler aggregates.
@@ -99,7 +100,7 @@ func (pl *ArchFilter) decide(pod *v1.Pod) decision {
 		d.metricReason = "NoCommonPlatform"
 		return d
 	}
-	restricted := podOwnConstraint(pod).restrict(set)
+	restricted := podplatform.OwnConstraintOf(pod).Restrict(set)
 	if restricted.IsEmpty() {
 		d.status = statusf(fwk.UnschedulableAndUnresolvable, "%s (%s)", ReasonOwnConstraintConflict, set)
 		d.metricReason = "OwnConstraintConflict"
@@ -128,7 +129,8 @@ func (pl *ArchFilter) retryTime(pod *v1.Pod, v verdict) time.Time {
 	}
 	var earliest time.Time
 	creds := pl.credentials.ForPod(pod)
-	forEachImage(pod, func(image string) bool {
+	podplatform.ForEachImage(pod, func(img podplatform.Image) bool {
+		image := img.Reference
 		if res, ok := pl.resolver.Lookup(request(image, creds)); ok && res.Err != nil && !res.Expires.IsZero() {
 			if earliest.IsZero() || res.Expires.Before(earliest) {
 				earliest = res.Expires

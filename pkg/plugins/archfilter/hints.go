@@ -12,6 +12,7 @@ import (
 
 	"github.com/archfilter/archfilter/apis/annotations"
 	"github.com/archfilter/archfilter/pkg/platform"
+	"github.com/archfilter/archfilter/pkg/podplatform"
 )
 
 // EventsToRegister lists the events that can make a pod ArchFilter rejected
@@ -69,7 +70,7 @@ func (pl *ArchFilter) isSchedulableAfterPodUpdate(_ klog.Logger, pod *v1.Pod, ol
 	if oldPod == nil || newPod.UID != pod.UID {
 		return fwk.QueueSkip, nil
 	}
-	if !slices.Equal(podImages(oldPod), podImages(newPod)) ||
+	if !slices.Equal(podplatform.Images(oldPod), podplatform.Images(newPod)) ||
 		oldPod.Annotations[annotations.Platforms] != newPod.Annotations[annotations.Platforms] ||
 		oldPod.Annotations[annotations.Skip] != newPod.Annotations[annotations.Skip] ||
 		!apiequality.Semantic.DeepEqual(oldPod.Spec.OS, newPod.Spec.OS) ||

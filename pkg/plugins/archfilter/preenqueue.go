@@ -14,6 +14,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/archfilter/archfilter/apis/annotations"
+	"github.com/archfilter/archfilter/pkg/podplatform"
 	"github.com/archfilter/archfilter/pkg/resolver"
 )
 
@@ -58,7 +59,8 @@ func (pl *ArchFilter) PreEnqueue(ctx context.Context, pod *v1.Pod) *fwk.Status {
 		return nil
 	}
 	var missing []string
-	forEachImage(pod, func(image string) bool {
+	podplatform.ForEachImage(pod, func(img podplatform.Image) bool {
+		image := img.Reference
 		if _, ok := pl.resolver.Lookup(request(image, creds)); !ok {
 			missing = append(missing, image)
 		}

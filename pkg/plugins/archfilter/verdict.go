@@ -8,6 +8,7 @@ import (
 
 	"github.com/archfilter/archfilter/apis/annotations"
 	"github.com/archfilter/archfilter/pkg/platform"
+	"github.com/archfilter/archfilter/pkg/podplatform"
 	"github.com/archfilter/archfilter/pkg/resolver"
 )
 
@@ -34,7 +35,8 @@ func (pl *ArchFilter) evaluate(pod *v1.Pod) (verdict, error) {
 	}
 	v := verdict{set: platform.Any()}
 	creds := pl.credentials.ForPod(pod)
-	forEachImage(pod, func(image string) bool {
+	podplatform.ForEachImage(pod, func(img podplatform.Image) bool {
+		image := img.Reference
 		res, ok := pl.resolver.Lookup(request(image, creds))
 		switch {
 		case !ok:
@@ -54,7 +56,8 @@ func (pl *ArchFilter) evaluate(pod *v1.Pod) (verdict, error) {
 // credential source does.
 func (pl *ArchFilter) allKnown(pod *v1.Pod, creds resolver.Credentials) bool {
 	known := true
-	forEachImage(pod, func(image string) bool {
+	podplatform.ForEachImage(pod, func(img podplatform.Image) bool {
+		image := img.Reference
 		_, known = pl.resolver.Lookup(request(image, creds))
 		return known
 	})

@@ -205,6 +205,6 @@ func stoppedResult(req Request, ref *imageRef) Result {
 	if ref.err != nil {
 		return invalidResult(ref)
 	}
-	return Result{Err: &Error{Image: req.Image, Registry: ref.registry, CredentialSource: anonymousScope,
+	return Result{Err: &Error{Image: req.Image, Registry: ref.registry(), CredentialSource: anonymousScope,
 		Reason: ReasonTimeout, Err: ErrStopped}}
 }

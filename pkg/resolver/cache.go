@@ -1,9 +1,11 @@
 package resolver
 
 import (
-	"container/list"
+	"strings"
 	"sync"
 	"time"
+
+	"github.com/archfilter/archfilter/pkg/platform"
 )
 
 // entryKind is the layer an entry belongs to. Each layer has one TTL.
@@ -29,18 +31,44 @@ type cacheKey struct {
 }
 
 // cacheEntry is immutable once stored: readers use it after releasing the lock.
+// Only prev and next change, under the cache's lock, and readers never use them.
 type cacheEntry struct {
 	key     cacheKey
 	seq     uint64 // insertion order across layers
 	expires time.Time
 
-	// Tag entries.
-	digestRef string // repoName@digest, the ref of the digest entry
-	endpoint  string // the endpoint host that answered, asked again on revalidation
+	// The layer's insertion-order list, threaded through the entries so that
+	// an entry costs one allocation (container/list would add an Element).
+	prev, next *cacheEntry
 
-	// Digest and negative entries; a tag entry's result holds only the
-	// digest the tag named.
-	result Result
+	// digestRef is repoName@digest: a tag entry's pointer to its digest entry.
+	digestRef string
+	// endpoint is the endpoint host that answered, asked again on revalidation.
+	endpoint string
+
+	// The answer of digest entries (platforms) and negative entries (err).
+	// Result is not stored whole: its digest is a slice of key.ref or
+	// digestRef, and its expiry is expires (see BenchmarkCacheMemory).
+	platforms platform.Set
+	err       error
+}
+
+// digest is the manifest digest the entry names: the one its tag named, or
+// its digest entry's own; "" for negative entries.
+func (e *cacheEntry) digest() string {
+	ref := e.digestRef
+	if e.key.kind == digestEntry {
+		ref = e.key.ref
+	}
+	if i := strings.LastIndexByte(ref, '@'); i >= 0 {
+		return ref[i+1:]
+	}
+	return ""
+}
+
+// result is the entry's answer as Lookup serves it.
+func (e *cacheEntry) result() Result {
+	return Result{Platforms: e.platforms, Digest: e.digest(), Err: e.err, Expires: e.expires}
 }
 
 // cache is a bounded map of answers.
@@ -66,27 +94,52 @@ type cache struct {
 	onChange func(delta int)
 
 	mu      sync.RWMutex
-	entries map[cacheKey]*list.Element // values are *cacheEntry
-	order   [numKinds]list.List
+	entries map[cacheKey]*cacheEntry
+	order   [numKinds]entryList
 	seq     uint64
+}
+
+// entryList is a layer's entries, oldest first.
+type entryList struct {
+	front, back *cacheEntry
+}
+
+func (l *entryList) pushBack(e *cacheEntry) {
+	e.prev, e.next = l.back, nil
+	if l.back != nil {
+		l.back.next = e
+	} else {
+		l.front = e
+	}
+	l.back = e
+}
+
+func (l *entryList) remove(e *cacheEntry) {
+	if e.prev != nil {
+		e.prev.next = e.next
+	} else {
+		l.front = e.next
+	}
+	if e.next != nil {
+		e.next.prev = e.prev
+	} else {
+		l.back = e.prev
+	}
+	e.prev, e.next = nil, nil
 }
 
 func newCache(max int, onChange func(delta int)) *cache {
 	return &cache{
 		max:      max,
 		onChange: onChange,
-		entries:  make(map[cacheKey]*list.Element, min(max, 4096)),
+		entries:  make(map[cacheKey]*cacheEntry, min(max, 4096)),
 	}
 }
 
 // get returns the entry for k, expired or not, or nil.
 func (c *cache) get(k cacheKey) *cacheEntry {
 	c.mu.RLock()
-	el := c.entries[k]
-	var e *cacheEntry
-	if el != nil {
-		e = el.Value.(*cacheEntry)
-	}
+	e := c.entries[k]
 	c.mu.RUnlock()
 	return e
 }
@@ -96,15 +149,11 @@ func (c *cache) get(k cacheKey) *cacheEntry {
 func (c *cache) getTag(k cacheKey) (tag, digest *cacheEntry) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	el := c.entries[k]
-	if el == nil {
+	tag = c.entries[k]
+	if tag == nil {
 		return nil, nil
 	}
-	tag = el.Value.(*cacheEntry)
-	if el = c.entries[cacheKey{digestEntry, k.scope, tag.digestRef}]; el != nil {
-		digest = el.Value.(*cacheEntry)
-	}
-	return tag, digest
+	return tag, c.entries[cacheKey{digestEntry, k.scope, tag.digestRef}]
 }
 
 // put stores e, replacing any entry with its key, evicting one entry if the cache is full.
@@ -112,13 +161,14 @@ func (c *cache) put(e *cacheEntry, now time.Time) {
 	c.mu.Lock()
 	before := len(c.entries)
 	if old, ok := c.entries[e.key]; ok {
-		c.order[e.key.kind].Remove(old)
+		c.order[e.key.kind].remove(old)
 	} else if len(c.entries) >= c.max {
 		c.evictLocked(now)
 	}
 	c.seq++
 	e.seq = c.seq
-	c.entries[e.key] = c.order[e.key.kind].PushBack(e)
+	c.order[e.key.kind].pushBack(e)
+	c.entries[e.key] = e
 	delta := len(c.entries) - before
 	c.mu.Unlock()
 	if delta != 0 {
@@ -127,19 +177,18 @@ func (c *cache) put(e *cacheEntry, now time.Time) {
 }
 
 func (c *cache) evictLocked(now time.Time) {
-	var oldest *list.Element
+	var oldest *cacheEntry
 	for k := range c.order {
-		front := c.order[k].Front()
-		if front == nil {
+		e := c.order[k].front
+		if e == nil {
 			continue
 		}
-		e := front.Value.(*cacheEntry)
 		if !now.Before(e.expires) {
-			c.removeLocked(front)
+			c.removeLocked(e)
 			return
 		}
-		if oldest == nil || e.seq < oldest.Value.(*cacheEntry).seq {
-			oldest = front
+		if oldest == nil || e.seq < oldest.seq {
+			oldest = e
 		}
 	}
 	if oldest != nil {
@@ -147,9 +196,8 @@ func (c *cache) evictLocked(now time.Time) {
 	}
 }
 
-func (c *cache) removeLocked(el *list.Element) {
-	e := el.Value.(*cacheEntry)
-	c.order[e.key.kind].Remove(el)
+func (c *cache) removeLocked(e *cacheEntry) {
+	c.order[e.key.kind].remove(e)
 	delete(c.entries, e.key)
 }
 

@@ -2,6 +2,7 @@ package resolver
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -110,5 +111,45 @@ func TestMaxEntries(t *testing.T) {
 	}
 	if _, found := r.Lookup(Request{Image: last}); !found {
 		t.Error("the newest image was evicted")
+	}
+}
+
+func TestEntryList(t *testing.T) {
+	var l entryList
+	e := make([]*cacheEntry, 4)
+	for i := range e {
+		e[i] = &cacheEntry{seq: uint64(i)}
+		l.pushBack(e[i])
+	}
+	order := func() (fwd, back []uint64) {
+		for x := l.front; x != nil; x = x.next {
+			fwd = append(fwd, x.seq)
+		}
+		for x := l.back; x != nil; x = x.prev {
+			back = append(back, x.seq)
+		}
+		return fwd, back
+	}
+	for _, step := range []struct {
+		remove   int
+		fwd, rev []uint64
+	}{
+		{remove: 1, fwd: []uint64{0, 2, 3}, rev: []uint64{3, 2, 0}}, // middle
+		{remove: 0, fwd: []uint64{2, 3}, rev: []uint64{3, 2}},       // front
+		{remove: 3, fwd: []uint64{2}, rev: []uint64{2}},             // back
+		{remove: 2, fwd: nil, rev: nil},                             // last
+	} {
+		l.remove(e[step.remove])
+		fwd, rev := order()
+		if !slices.Equal(fwd, step.fwd) || !slices.Equal(rev, step.rev) {
+			t.Fatalf("after removing %d: front to back %v, back to front %v; want %v and %v", step.remove, fwd, rev, step.fwd, step.rev)
+		}
+		if e[step.remove].prev != nil || e[step.remove].next != nil {
+			t.Errorf("removed entry %d still points into the list", step.remove)
+		}
+	}
+	l.pushBack(e[3])
+	if l.front != e[3] || l.back != e[3] {
+		t.Errorf("pushBack on an emptied list: front %p back %p, want %p", l.front, l.back, e[3])
 	}
 }

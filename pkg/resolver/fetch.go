@@ -13,7 +13,7 @@ import (
 // failure returned is the last one.
 func (r *Resolver) fetch(ctx context.Context, req Request, ref *imageRef) Result {
 	var last *Error
-	eps := r.endpointsFor(ref.registry)
+	eps := r.endpointsFor(ref.registry())
 	for i, ep := range eps {
 		epCtx, cancel := ctx, context.CancelFunc(func() {})
 		if deadline, ok := ctx.Deadline(); ok && i < len(eps)-1 {
@@ -71,28 +71,27 @@ func (r *Resolver) fetchFrom(ctx context.Context, req Request, ref *imageRef, ep
 
 // store caches a successful answer in scope and returns it.
 func (r *Resolver) store(ref *imageRef, scope, endpoint, digest string, set platform.Set) Result {
-	if ref.digest != "" {
+	if ref.digest() != "" {
 		// Verified by getManifest; schema1's registry-reported digest must not open a
 		// second key that Lookup would never find.
-		digest = ref.digest
+		digest = ref.digest()
 	}
 	now := r.clock.Now()
 	digestRef := ref.digestName(digest)
 	// The entries share digestRef's bytes for the digest, and one backing
 	// array for every equal platform set.
-	digest = digestRef[len(ref.repoName)+1:]
+	digest = digestRef[len(ref.repoName())+1:]
 	res := Result{Platforms: r.sets.intern(set), Digest: digest, Expires: now.Add(r.opts.Cache.DigestTTL)}
 	r.cache.put(&cacheEntry{
-		key:      cacheKey{digestEntry, scope, digestRef},
-		expires:  res.Expires,
-		endpoint: endpoint,
-		result:   res,
+		key:       cacheKey{digestEntry, scope, digestRef},
+		expires:   res.Expires,
+		endpoint:  endpoint,
+		platforms: res.Platforms,
 	}, now)
-	if ref.tag != "" {
+	if ref.tag() != "" {
 		t := &cacheEntry{
 			key:       cacheKey{tagEntry, scope, ref.canonical},
 			expires:   now.Add(r.opts.Cache.TagTTL),
-			result:    Result{Digest: digest},
 			digestRef: digestRef,
 			endpoint:  endpoint,
 		}
@@ -105,9 +104,9 @@ func (r *Resolver) store(ref *imageRef, scope, endpoint, digest string, set plat
 }
 
 func (r *Resolver) session(ctx context.Context, ep Endpoint, ref *imageRef, scope string, cred *Credential) (*session, error) {
-	return r.sessions.get(sessionKey{host: ep.Host, repository: ref.repository, scope: scope}, func() (*session, error) {
+	return r.sessions.get(sessionKey{host: ep.Host, repository: ref.repository(), scope: scope}, func() (*session, error) {
 		rctx, cancel := context.WithTimeout(ctx, r.opts.RequestTimeout)
 		defer cancel()
-		return newSession(rctx, r.rt, ep, ref.repository, cred)
+		return newSession(rctx, r.rt, ep, ref.repository(), cred)
 	})
 }

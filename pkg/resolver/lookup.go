@@ -92,7 +92,7 @@ func (r *Resolver) lookup(req Request, ref *imageRef, now time.Time) (Result, bo
 		return found, true
 	}
 	if e := r.cache.get(cacheKey{negativeEntry, r.failureScope(req, ref), ref.canonical}); e != nil && now.Before(e.expires) {
-		return e.result, true
+		return e.result(), true
 	}
 	return Result{}, false
 }
@@ -104,7 +104,7 @@ func (r *Resolver) lookup(req Request, ref *imageRef, now time.Time) (Result, bo
 // Unlike endpointsFor it does not allocate: Lookup uses it on every cycle.
 func (r *Resolver) forEachCandidate(req Request, ref *imageRef, fn func(ep Endpoint, creds []Credential) bool) {
 	if r.opts.Endpoints != nil {
-		if eps := r.opts.Endpoints(ref.registry); len(eps) > 0 {
+		if eps := r.opts.Endpoints(ref.registry()); len(eps) > 0 {
 			for _, ep := range eps {
 				if !fn(ep, candidates(req, ep.Host)) {
 					return
@@ -113,23 +113,23 @@ func (r *Resolver) forEachCandidate(req Request, ref *imageRef, fn func(ep Endpo
 			return
 		}
 	}
-	fn(Endpoint{Host: ref.registry}, candidates(req, ref.registry))
+	fn(Endpoint{Host: ref.registry()}, candidates(req, ref.registry()))
 }
 
 // lookupScope returns the fresh answer for ref in one credential scope.
 func (r *Resolver) lookupScope(scope string, ref *imageRef, now time.Time) (Result, bool) {
-	if ref.digest != "" {
+	if ref.digest() != "" {
 		e := r.cache.get(cacheKey{digestEntry, scope, ref.canonical})
 		if e == nil || !now.Before(e.expires) {
 			return Result{}, false
 		}
-		return e.result, true
+		return e.result(), true
 	}
 	t, d := r.cache.getTag(cacheKey{tagEntry, scope, ref.canonical})
 	if t == nil || d == nil || !now.Before(t.expires) || !now.Before(d.expires) {
 		return Result{}, false
 	}
-	res := d.result
+	res := d.result()
 	if t.expires.Before(res.Expires) {
 		res.Expires = t.expires
 	}

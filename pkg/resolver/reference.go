@@ -15,19 +15,14 @@ import (
 type imageRef struct {
 	// image is the reference as written in the pod.
 	image string
-	// registry is the host the kubelet would pull from, with port: "index.docker.io",
-	// "registry.example.com:5000", "[::1]:5000".
-	registry string
-	// repository is the path in the registry: "library/nginx".
-	repository string
-	// repoName is registry + "/" + repository.
-	repoName string
-	// Exactly one of tag and digest is set: a reference with both means its digest, as
-	// for the container runtime.
-	tag    string
-	digest string
-	// canonical is repoName + ":" + tag or repoName + "@" + digest.
+	// canonical is registry/repository:tag or registry/repository@digest. The
+	// other names are slices of it, kept as lengths: a cached reference costs
+	// one string and a small struct (see BenchmarkCacheMemory).
 	canonical string
+	// registryLen and repoNameLen end registry and repoName in canonical.
+	registryLen, repoNameLen uint16
+	// digested is true when canonical ends in a digest rather than a tag.
+	digested bool
 	// err is non-nil for references that do not parse; they are cached too, so a pod with
 	// a typo costs one parse, not one per scheduling attempt. invalid is the failure
 	// reported for them, built once.
@@ -35,20 +30,53 @@ type imageRef struct {
 	invalid *Error
 }
 
-// identifier is what goes after /manifests/ in the registry API.
-func (r *imageRef) identifier() string {
-	if r.digest != "" {
-		return r.digest
+// registry is the host the kubelet would pull from, with port: "index.docker.io",
+// "registry.example.com:5000", "[::1]:5000". Empty for a reference that did not parse.
+func (r *imageRef) registry() string { return r.canonical[:r.registryLen] }
+
+// repoName is registry + "/" + repository.
+func (r *imageRef) repoName() string { return r.canonical[:r.repoNameLen] }
+
+// repository is the path in the registry: "library/nginx".
+func (r *imageRef) repository() string {
+	if r.repoNameLen == 0 {
+		return ""
 	}
-	return r.tag
+	return r.canonical[r.registryLen+1 : r.repoNameLen]
+}
+
+// identifier is what goes after /manifests/ in the registry API: the tag or
+// the digest. A reference with both means its digest, as for the container
+// runtime.
+func (r *imageRef) identifier() string {
+	if r.repoNameLen == 0 {
+		return ""
+	}
+	return r.canonical[r.repoNameLen+1:]
+}
+
+// tag is the reference's tag, or "" when it names a digest.
+func (r *imageRef) tag() string {
+	if r.digested {
+		return ""
+	}
+	return r.identifier()
+}
+
+// digest is the reference's digest, or "" when it names a tag.
+func (r *imageRef) digest() string {
+	if !r.digested {
+		return ""
+	}
+	return r.identifier()
 }
 
 // digestName returns repoName@digest, the key of a digest's answer.
 func (r *imageRef) digestName(digest string) string {
-	if digest == r.digest {
+	if r.digested && digest == r.digest() {
 		return r.canonical
 	}
-	return r.repoName + "@" + digest
+	return r.repoName() + "@" + digest
 }
 
 // parseReference parses image as the kubelet does (k8s.io/kubernetes/pkg/util/parsers, which
@@ -66,11 +94,11 @@ func parseReference(image string) *imageRef {
 	ref := parseName(image)
 	switch {
 	case ref.err != nil:
-		ref.invalid = &Error{Image: image, Registry: ref.registry, CredentialSource: anonymousScope,
+		ref.invalid = &Error{Image: image, Registry: ref.registry(), CredentialSource: anonymousScope,
 			Reason: ReasonInvalidReference, Err: ref.err}
-	case ref.registry == localImageHost:
+	case ref.registry() == localImageHost:
 		ref.err = errLocalImage
-		ref.invalid = &Error{Image: image, Registry: ref.registry, CredentialSource: anonymousScope,
+		ref.invalid = &Error{Image: image, Registry: ref.registry(), CredentialSource: anonymousScope,
 			Reason: ReasonLocalImage, Err: errLocalImage}
 	}
 	return ref
@@ -107,16 +135,12 @@ func parseName(image string) *imageRef {
 		id = r.Tag()
 	}
 	// Every name is a slice of canonical: a cached reference costs one string,
-	// and keeps nothing of the parser's alive.
+	// and keeps nothing of the parser's alive. distribution/reference caps a
+	// name at 255 characters and a tag at 128, so the lengths fit.
 	ref.canonical = registry + "/" + repository + sep + id
-	ref.registry = ref.canonical[:len(registry)]
-	ref.repoName = ref.canonical[:len(registry)+1+len(repository)]
-	ref.repository = ref.repoName[len(registry)+1:]
-	if sep == "@" {
-		ref.digest = ref.canonical[len(ref.repoName)+1:]
-	} else {
-		ref.tag = ref.canonical[len(ref.repoName)+1:]
-	}
+	ref.registryLen = uint16(len(registry))
+	ref.repoNameLen = uint16(len(registry) + 1 + len(repository))
+	ref.digested = sep == "@"
 	return ref
 }
 

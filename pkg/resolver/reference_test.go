@@ -52,7 +52,7 @@ func TestParseReference(t *testing.T) {
 			if ref.err != nil {
 				t.Fatalf("parseReference(%q): %v", tc.image, ref.err)
 			}
-			got := parsed{ref.registry, ref.repository, ref.tag, ref.digest, ref.canonical}
+			got := parsed{ref.registry(), ref.repository(), ref.tag(), ref.digest(), ref.canonical}
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("(-want,+got):\n%s", diff)
 			}
@@ -100,8 +100,8 @@ func TestParseReferenceLocalImage(t *testing.T) {
 	for _, image := range []string{"localhost/app", "localhost/team/app:v1", "localhost/app@" + digestA} {
 		t.Run(image, func(t *testing.T) {
 			ref := parseReference(image)
-			if ref.registry != "localhost" {
-				t.Errorf("registry = %q, want localhost", ref.registry)
+			if ref.registry() != "localhost" {
+				t.Errorf("registry = %q, want localhost", ref.registry())
 			}
 			if ref.invalid == nil || ref.invalid.Reason != ReasonLocalImage || ref.invalid.Image != image {
 				t.Errorf("invalid = %+v, want a LocalImage error for %q", ref.invalid, image)

@@ -94,7 +94,7 @@ func (r *Resolver) shared(waitCtx, workCtx context.Context, req Request, ref *im
 		return v.Val.(Result)
 	case <-waitCtx.Done():
 		return Result{Err: &Error{
-			Image: req.Image, Registry: ref.registry, CredentialSource: anonymousScope,
+			Image: req.Image, Registry: ref.registry(), CredentialSource: anonymousScope,
 			Reason: ReasonTimeout, Err: waitCtx.Err(),
 		}}
 	}
@@ -133,7 +133,7 @@ func (r *Resolver) resolve(base context.Context, req Request, ref *imageRef, fai
 	}
 	now := r.clock.Now()
 	res.Expires = now.Add(r.opts.Cache.NegativeTTL)
-	r.cache.put(&cacheEntry{key: cacheKey{negativeEntry, failScope, ref.canonical}, expires: res.Expires, result: res}, now)
+	r.cache.put(&cacheEntry{key: cacheKey{negativeEntry, failScope, ref.canonical}, expires: res.Expires, err: res.Err}, now)
 	return res
 }
 

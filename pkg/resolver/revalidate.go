@@ -15,7 +15,7 @@ import (
 func (r *Resolver) revalidate(ctx context.Context, req Request, ref *imageRef) (Result, bool) {
 	for _, scope := range r.scopesOf(req, ref) {
 		var prev *cacheEntry
-		if ref.digest != "" {
+		if ref.digest() != "" {
 			prev = r.cache.get(cacheKey{digestEntry, scope, ref.canonical})
 		} else {
 			prev = r.cache.get(cacheKey{tagEntry, scope, ref.canonical})
@@ -37,11 +37,11 @@ func (r *Resolver) revalidate(ctx context.Context, req Request, ref *imageRef) (
 		if err != nil {
 			return r.revalidationFailed(ctx, headFailure{req: req, ref: ref, ep: ep, cred: cred, scope: scope, prev: prev, sess: s, err: err})
 		}
-		if ref.digest != "" {
-			digest = ref.digest
+		if ref.digest() != "" {
+			digest = ref.digest()
 		}
 		if d := r.cache.get(cacheKey{digestEntry, scope, ref.digestName(digest)}); d != nil {
-			return r.store(ref, scope, ep.Host, digest, d.result.Platforms), true
+			return r.store(ref, scope, ep.Host, digest, d.platforms), true
 		}
 		// The tag moved, or the digest's answer was evicted.
 		_, set, err := newWalk(s, &r.opts).image(ctx, digest)
@@ -88,9 +88,9 @@ func (r *Resolver) revalidationFailed(ctx context.Context, f headFailure) (Resul
 	case e.Reason != ReasonUnreachable && e.Reason != ReasonTimeout && e.Reason != ReasonRateLimited && e.Reason != ReasonCircuitOpen:
 		return Result{}, false
 	}
-	digest := ref.digest
+	digest := ref.digest()
 	if digest == "" {
-		digest = prev.result.Digest
+		digest = prev.digest()
 	}
 	d := r.cache.get(cacheKey{digestEntry, scope, ref.digestName(digest)})
 	if d == nil {
@@ -99,13 +99,13 @@ func (r *Resolver) revalidationFailed(ctx context.Context, f headFailure) (Resul
 	klog.FromContext(ctx).V(2).Info("Serving a stale answer while the registry fails", "image", req.Image, "err", e)
 	now := r.clock.Now()
 	exp := now.Add(r.opts.Cache.NegativeTTL)
-	res := d.result
+	res := d.result()
 	if !now.Before(d.expires) {
 		res.Expires = exp
-		r.cache.put(&cacheEntry{key: d.key, expires: exp, endpoint: d.endpoint, result: res}, now)
+		r.cache.put(&cacheEntry{key: d.key, expires: exp, endpoint: d.endpoint, platforms: d.platforms}, now)
 	}
-	if ref.tag != "" {
-		r.cache.put(&cacheEntry{key: prev.key, expires: exp, result: Result{Digest: prev.result.Digest}, digestRef: prev.digestRef, endpoint: prev.endpoint}, now)
+	if ref.tag() != "" {
+		r.cache.put(&cacheEntry{key: prev.key, expires: exp, digestRef: prev.digestRef, endpoint: prev.endpoint}, now)
 		res.Expires = exp
 	}
 	return res, true

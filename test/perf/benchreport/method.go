@@ -37,6 +37,27 @@ ArchFilter under ` + "`multiPoint`" + ` and under ` + "`filter`" + `, which make
   why: a node's label map is rarely in the CPU cache). A third profile enables ArchFilter under
   ` + "`multiPoint`" + ` only, where it runs last among the Filter plugins, to show what that place costs:
   the wrong-platform nodes then pass through every default Filter plugin before being rejected.
+- **Baselines users compare against.** *Everywhere*: each pod's image is an index for every
+  node architecture (amd64, arm64, s390x), so ArchFilter rejects no node; the pair, default
+  profile against the ArchFilter profile, is what turning ArchFilter on costs. *Multi-arch pods
+  against required node affinity*: the same amd64+arm64 pods as above, each carrying the
+  required ` + "`kubernetes.io/arch In [amd64, arm64]`" + ` node affinity that hand-written manifests or
+  a pod-placement operator such as MTO give, under the default profile. The default profile
+  without that affinity (the first pair above) places some of those pods on s390x nodes,
+  where their containers would fail with ` + "`exec format error`" + `: a throughput no correct
+  scheduler can reach, shown for reference.
+- **What rejecting a node costs, whoever rejects it.** kube-scheduler stops filtering once it
+  has found enough feasible nodes (` + "`numFeasibleNodesToFind`" + ` in
+  ` + "`pkg/scheduler/schedule_one.go`" + `: with percentageOfNodesToScore unset, 50 % minus one
+  point per 125 nodes, at least 5 % and at least 100 nodes; 500 of 5 000 nodes). When a
+  fraction f of the nodes is rejected, it examines about 1/(1−f) times as many nodes to find
+  them, and every Filter plugin runs on each: 556 instead of 500 at full scale for the
+  multi-arch pods (f = 10 %), all 5 000 for the s390x-only pods under node affinity (f = 90 %),
+  which is why narrowing with a PreFilterResult wins there. For each rejected node the
+  scheduler also allocates a status record and, after the parallel phase, adds it to the
+  cycle's diagnosis map, one at a time. These costs are the scheduler's: they are the same
+  whichever plugin rejects the node, which is why the multi-arch pods are compared with
+  required node affinity, not with a profile that rejects nothing.
 - **s390x-only pods**: ArchFilter narrows each cycle to the s390x nodes through its
   informer-fed index (a PreFilterResult: 10 % of the nodes); the in-tree alternative is a
   required node affinity on ` + "`kubernetes.io/arch`" + `, which the default profile checks node by node.

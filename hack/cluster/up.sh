@@ -17,7 +17,8 @@
 # Environment: CLUSTER_NAME (default archfilter), ARCHFILTER_CACHE (default .cache),
 # ARCHFILTER_SCHEDULER_BINARY (default bin/archfilter-scheduler), KWOK_EXTRA_ARGS
 # (space-separated component=flag=value for kwokctl --extra-args; hack/node
-# uses it to leave its real node to its kubelet).
+# uses it to leave its real node to its kubelet), FAKE_NODES=0 (no fake nodes:
+# test/karpenter starts with none and lets Karpenter create them).
 # Prints nothing on stdout but the kubeconfig path, so scripts can capture it.
 set -euo pipefail
 # shellcheck source=hack/cluster/lib.sh
@@ -94,7 +95,9 @@ else
   info "control plane up in $(since "$start")"
 fi
 
-log "fake nodes"
-"$DEMO_BIN" nodes --kubeconfig "$KUBECONFIG_OUT"
+if [[ ${FAKE_NODES:-1} != 0 ]]; then
+  log "fake nodes"
+  "$DEMO_BIN" nodes --kubeconfig "$KUBECONFIG_OUT"
+fi
 log "cluster $CLUSTER_NAME ready in $(since "$start"): export KUBECONFIG=$KUBECONFIG_OUT"
 echo "$KUBECONFIG_OUT"

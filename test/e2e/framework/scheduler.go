@@ -1,18 +1,15 @@
 package framework
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -173,14 +170,9 @@ func (c *SchedulerConfig) Write(path string) error {
 
 // Scheduler is one archfilter-scheduler process.
 type Scheduler struct {
-	Name    string // replica name, for logs ("le-0")
-	LogPath string
-	Port    int // secure port (healthz, metrics)
-
-	cmd  *exec.Cmd
-	done chan struct{}
-	err  error
-	log  *os.File
+	*Process
+	Name string // replica name, for logs ("le-0")
+	Port int    // secure port (healthz, metrics)
 }
 
 // StartScheduler runs binary --config configPath with its log in dir. The
@@ -190,96 +182,12 @@ func StartScheduler(ctx context.Context, binary, configPath, dir, name string, e
 	if err != nil {
 		return nil, err
 	}
-	logPath := filepath.Join(dir, name+".log")
-	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+	args := append([]string{"--config", configPath, "--secure-port", strconv.Itoa(port), "--bind-address", "127.0.0.1", "-v", "2"}, extraArgs...)
+	p, err := StartProcess(ctx, binary, filepath.Join(dir, name+".log"), args, nil)
 	if err != nil {
 		return nil, err
 	}
-	args := append([]string{"--config", configPath, "--secure-port", strconv.Itoa(port), "--bind-address", "127.0.0.1", "-v", "2"}, extraArgs...)
-	cmd := exec.CommandContext(ctx, binary, args...)
-	cmd.Stdout, cmd.Stderr = f, f
-	// Own process group: a test's SIGKILL of the "leader" hits only it.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("starting %s: %w", binary, err)
-	}
-	s := &Scheduler{Name: name, LogPath: logPath, Port: port, cmd: cmd, done: make(chan struct{}), log: f}
-	go func() {
-		s.err = cmd.Wait()
-		f.Close()
-		close(s.done)
-	}()
-	return s, nil
-}
-
-// PID returns the process id.
-func (s *Scheduler) PID() int { return s.cmd.Process.Pid }
-
-// Exited reports whether the process has ended.
-func (s *Scheduler) Exited() bool {
-	select {
-	case <-s.done:
-		return true
-	default:
-		return false
-	}
-}
-
-// Kill ends the process with SIGKILL (a crash: the lease is not released).
-func (s *Scheduler) Kill() {
-	_ = s.cmd.Process.Signal(syscall.SIGKILL)
-	<-s.done
-}
-
-// Stop ends the process with SIGTERM, then SIGKILL after 10s.
-func (s *Scheduler) Stop() {
-	if s.Exited() {
-		return
-	}
-	_ = s.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-s.done:
-	case <-time.After(10 * time.Second):
-		s.Kill()
-	}
-}
-
-// LogContains reports whether the log has a line containing substr.
-func (s *Scheduler) LogContains(substr string) bool {
-	return s.anyLogLine(func(line string) bool { return strings.Contains(line, substr) })
-}
-
-// LogMatches reports whether a line of the log matches re.
-func (s *Scheduler) LogMatches(re *regexp.Regexp) bool { return s.anyLogLine(re.MatchString) }
-
-func (s *Scheduler) anyLogLine(match func(string) bool) bool {
-	f, err := os.Open(s.LogPath)
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		if match(sc.Text()) {
-			return true
-		}
-	}
-	return false
-}
-
-// Tail returns the last n lines of the log, for failure messages.
-func (s *Scheduler) Tail(n int) string {
-	b, err := os.ReadFile(s.LogPath)
-	if err != nil {
-		return err.Error()
-	}
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
+	return &Scheduler{Process: p, Name: name, Port: port}, nil
 }
 
 // acquiredLease is what client-go's leader election logs when it becomes

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -24,8 +25,10 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/archfilter/archfilter/pkg/podplatform"
 	"github.com/archfilter/archfilter/test/e2e/framework"
 )
 
@@ -45,6 +48,7 @@ type outcome struct {
 	bound   int // replicas bound to a node
 	onARM64 int // ... to a linux/arm64 node, where the image runs
 	rows    []framework.Row
+	pods    []v1.Pod
 	took    time.Duration // until every replica was bound, or the timeout
 }
 
@@ -100,6 +104,16 @@ func TestKarpenter(t *testing.T) {
 				t.Errorf("Karpenter created %s: with the mode on it should only create arm64 capacity", n)
 			}
 		}
+		// The Deployment says nothing about platforms: what the pods
+		// require is what the mode wrote, and no gate is left behind.
+		for _, p := range o.pods {
+			if len(p.Spec.SchedulingGates) > 0 {
+				t.Errorf("pod %s still has scheduling gates %v", p.Name, p.Spec.SchedulingGates)
+			}
+			if got := sets.List(podplatform.OwnConstraintOf(&p).Arch); !slices.Equal(got, []string{"arm64"}) {
+				t.Errorf("pod %s requires kubernetes.io/arch %v, want [arm64] written by the placement mode", p.Name, got)
+			}
+		}
 	})
 	fmt.Println("\nKarpenter (KWOK provider), NodePool offering linux/amd64 and linux/arm64, no nodes at start;")
 	fmt.Printf("Deployment of %d replicas of an arm64-only image, no nodeSelector or affinity:\n\n", replicas)
@@ -143,6 +157,9 @@ func (c *cluster) scenario(ctx context.Context, t *testing.T, ns string, karpent
 	o := outcome{scenario: strings.TrimPrefix(ns, "karpenter-"), took: time.Since(start)}
 	var err error
 	if o.nodes, err = c.createdNodes(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, o.pods, err = framework.Count(ctx, c.cs, ns, framework.LabelApp+"="+app); err != nil {
 		t.Fatal(err)
 	}
 	if o.rows, err = framework.Placement(ctx, c.cs, ns, map[string]framework.Image{app: framework.ImageARM64Only}); err != nil {

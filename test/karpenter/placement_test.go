@@ -7,8 +7,10 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/archfilter/archfilter/test/e2e/framework"
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // startPlacement runs the placement mode's companion (cmd/archfilter-placement,
@@ -37,6 +39,23 @@ func startPlacement(ctx context.Context, t *testing.T, c *cluster) *framework.Pr
 		t.Fatalf("starting the placement companion: %v", err)
 	}
 	t.Cleanup(p.Stop)
+	// Ready when its webhook listens where --webhook-url says; a companion
+	// that exits (a flag it does not know, say) fails here, with its log.
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		if p.Exited() {
+			return false, fmt.Errorf("exited")
+		}
+		conn, err := net.DialTimeout("tcp", addr, time.Second)
+		if err != nil {
+			return false, nil
+		}
+		conn.Close()
+		return true, nil
+	})
+	if err != nil {
+		t.Fatalf("the placement companion (%s %v) is not serving on %s: %v\n%s", bin, args, addr, err, p.Tail(30))
+	}
 	return p
 }
 

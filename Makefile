@@ -117,7 +117,7 @@ release: ## VERSION=vX.Y.Z IMAGE=registry/name: both images (make image), manife
 
 .PHONY: test
 test: TRIMPATH :=
-test: test-unit verify test-race test-integration test-chart e2e e2e-node test-readme bench-smoke ## What CI runs: unit tests, verify, the race detector, integration (in-process control plane, real binaries), the Helm chart, e2e on local KWOK clusters and on a real node, README's commands, benchmark smoke.
+test: test-unit verify test-race test-integration test-chart e2e e2e-node e2e-karpenter test-readme bench-smoke ## What CI runs: unit tests, verify, the race detector, integration (in-process control plane, real binaries), the Helm chart, e2e on local KWOK clusters and on a real node, Karpenter creating nodes (mode off and on), README's commands, benchmark smoke.
 
 UNIT_PKGS      := ./apis/... ./cmd/... ./internal/... ./pkg/... ./hack/image/...
 # The benchmark report's parsing, targets and smoke gates; not test/perf itself,

@@ -83,7 +83,7 @@ func TestKarpenter(t *testing.T) {
 
 	var outcomes []outcome
 	t.Run("placement mode off", func(t *testing.T) {
-		o := c.scenario(ctx, t, "karpenter-mode-off", karpenter, false)
+		o := c.scenario(ctx, t, "karpenter-mode-off", karpenter)
 		outcomes = append(outcomes, o)
 		// Recorded, not judged: what Karpenter does without the mode. It
 		// only has to show the problem, or the comparison proves nothing.
@@ -93,7 +93,7 @@ func TestKarpenter(t *testing.T) {
 	})
 	t.Run("placement mode on", func(t *testing.T) {
 		placement := startPlacement(ctx, t, c)
-		o := c.scenario(ctx, t, "karpenter-mode-on", karpenter, true)
+		o := c.scenario(ctx, t, "karpenter-mode-on", karpenter)
 		outcomes = append(outcomes, o)
 		if o.bound != replicas || o.onARM64 != replicas {
 			t.Errorf("want all %d replicas bound to linux/arm64 nodes, got %d bound, %d on arm64 (%s)\nKarpenter's log: %s\nplacement's log: %s",
@@ -123,13 +123,10 @@ func TestKarpenter(t *testing.T) {
 // scenario runs the Deployment in ns, waits for it to be placed, records
 // the outcome and prints its placement table, then removes the Deployment
 // and the capacity Karpenter created.
-func (c *cluster) scenario(ctx context.Context, t *testing.T, ns string, karpenter *framework.Process, placementMode bool) outcome {
+func (c *cluster) scenario(ctx context.Context, t *testing.T, ns string, karpenter *framework.Process) outcome {
 	t.Helper()
 	if err := framework.ResetNamespace(ctx, c.cs, ns); err != nil {
 		t.Fatal(err)
-	}
-	if placementMode {
-		labelForPlacement(ctx, t, c, ns)
 	}
 	w := framework.Workload{Name: app, Image: framework.ImageARM64Only, Replicas: replicas}
 	start := time.Now()

@@ -29,10 +29,14 @@ func startPlacement(ctx context.Context, t *testing.T, c *cluster) *framework.Pr
 	}
 	port := l.Addr().(*net.TCPAddr).Port
 	l.Close()
+	// Flags as docs/placement.md describes them for a host process: the
+	// webhook registered by URL on loopback, the registry over plain HTTP,
+	// the certificate in memory (no archfilter-system namespace here).
 	args := []string{
 		"--kubeconfig", c.kubeconfig,
 		"--webhook-url", fmt.Sprintf("https://127.0.0.1:%d", port),
 		"--insecure-registries", c.registry.PushHost,
+		"--cert-secret=",
 	}
 	p, err := framework.StartProcess(context.WithoutCancel(ctx), bin, filepath.Join(c.logDir, "placement.log"), args, nil)
 	if err != nil {
@@ -58,6 +62,3 @@ func startPlacement(ctx context.Context, t *testing.T, c *cluster) *framework.Pr
 	}
 	return p
 }
-
-// labelForPlacement opts namespace ns into the placement mode.
-func labelForPlacement(context.Context, *testing.T, *cluster, string) {}

@@ -1,0 +1,227 @@
+// Package placement turns the platforms a pod's images run on into node
+// affinity written into the pod, for the placement mode (any scheduler, any
+// autoscaler): pure functions over pod specs, no I/O.
+package placement
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
+
+	"github.com/archfilter/archfilter/pkg/platform"
+	"github.com/archfilter/archfilter/pkg/podplatform"
+)
+
+// GateName is the scheduling gate the placement webhook adds and the
+// placement controller removes.
+const GateName = "archfilter.io/placement"
+
+// MaxTerms bounds the required nodeSelectorTerms a merge may produce (the
+// pod's terms times the operating systems its images run on), so that a pod
+// with many terms is left alone rather than bloated.
+const MaxTerms = 32
+
+// ErrConflict is returned when the pod's own os/arch constraints allow none
+// of the platforms its images run on.
+var ErrConflict = errors.New("the pod's own os/arch constraints allow none of its images' platforms")
+
+// ErrUnmergeable wraps the reason a pod's node affinity cannot be merged.
+var ErrUnmergeable = errors.New("node affinity cannot be merged")
+
+// Preference is a platform nodes of which are preferred, with its weight (1-100).
+type Preference struct {
+	Platform platform.Platform
+	Weight   int32
+}
+
+// Merge returns a copy of pod's affinity with required terms for set and
+// preferred terms for prefs added; pod is not modified.
+//
+// Required terms are ANDed into the pod's: each existing nodeSelectorTerm is
+// repeated once per operating system of set, with that OS's kubernetes.io/os,
+// kubernetes.io/arch (and node.kubernetes.io/windows-build) expressions added,
+// so a node the result admits is one the pod admitted before and that runs
+// the images. set is first restricted to the pod's own os/arch constraints
+// (spec.os, nodeSelector, required affinity); if nothing is left Merge
+// returns ErrConflict. A set that allows any platform adds no required term.
+// Preferences are added for platforms set allows, unless the pod already has
+// an identical preferred term.
+func Merge(pod *v1.Pod, set platform.Set, prefs []Preference) (*v1.Affinity, error) {
+	var aff *v1.Affinity
+	if pod.Spec.Affinity != nil {
+		aff = pod.Spec.Affinity.DeepCopy()
+	} else {
+		aff = &v1.Affinity{}
+	}
+	if aff.NodeAffinity == nil {
+		aff.NodeAffinity = &v1.NodeAffinity{}
+	}
+	na := aff.NodeAffinity
+	if err := validate(na); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrUnmergeable, err)
+	}
+	set = podplatform.OwnConstraintOf(pod).Restrict(set)
+	if !set.IsAny() {
+		if set.IsEmpty() {
+			return nil, ErrConflict
+		}
+		groups := osGroups(set)
+		var existing []v1.NodeSelectorTerm
+		if na.RequiredDuringSchedulingIgnoredDuringExecution != nil {
+			existing = na.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
+		} else {
+			existing = []v1.NodeSelectorTerm{{}}
+		}
+		if n := len(existing) * len(groups); n > MaxTerms {
+			return nil, fmt.Errorf("%w: %d terms times %d operating systems exceeds %d terms", ErrUnmergeable, len(existing), len(groups), MaxTerms)
+		}
+		var terms []v1.NodeSelectorTerm
+		for _, t := range existing {
+			for _, g := range groups {
+				merged := *t.DeepCopy()
+				merged.MatchExpressions = append(merged.MatchExpressions, g...)
+				terms = append(terms, merged)
+			}
+		}
+		na.RequiredDuringSchedulingIgnoredDuringExecution = &v1.NodeSelector{NodeSelectorTerms: terms}
+	}
+	for _, pref := range prefs {
+		if !set.IsAny() && set.Intersect(platform.NewSet(pref.Platform)).IsEmpty() {
+			continue
+		}
+		term := v1.PreferredSchedulingTerm{Weight: pref.Weight, Preference: v1.NodeSelectorTerm{MatchExpressions: platformExpressions(pref.Platform.OS, []string{pref.Platform.Architecture}, nil)}}
+		if !slices.ContainsFunc(na.PreferredDuringSchedulingIgnoredDuringExecution, func(t v1.PreferredSchedulingTerm) bool { return equalPreferred(t, term) }) {
+			na.PreferredDuringSchedulingIgnoredDuringExecution = append(na.PreferredDuringSchedulingIgnoredDuringExecution, term)
+		}
+	}
+	if na.RequiredDuringSchedulingIgnoredDuringExecution == nil && len(na.PreferredDuringSchedulingIgnoredDuringExecution) == 0 {
+		aff.NodeAffinity = nil
+	}
+	if aff.NodeAffinity == nil && aff.PodAffinity == nil && aff.PodAntiAffinity == nil {
+		return nil, nil
+	}
+	return aff, nil
+}
+
+// osGroups returns, per operating system of set (sorted), the expressions a
+// node of that OS must match.
+func osGroups(set platform.Set) [][]v1.NodeSelectorRequirement {
+	oses := sets.New[string]()
+	builds := map[string]sets.Set[string]{}
+	anyBuild := sets.New[string]()
+	for _, p := range set.Platforms() {
+		oses.Insert(p.OS)
+		if b := p.WindowsBuild(); b != "" {
+			if builds[p.OS] == nil {
+				builds[p.OS] = sets.New[string]()
+			}
+			builds[p.OS].Insert(b)
+		} else {
+			anyBuild.Insert(p.OS)
+		}
+	}
+	var groups [][]v1.NodeSelectorRequirement
+	for _, os := range sets.List(oses) {
+		var b []string
+		if !anyBuild.Has(os) {
+			b = sets.List(builds[os])
+		}
+		groups = append(groups, platformExpressions(os, set.Architectures(os), b))
+	}
+	return groups
+}
+
+func platformExpressions(os string, archs, builds []string) []v1.NodeSelectorRequirement {
+	exprs := []v1.NodeSelectorRequirement{
+		{Key: v1.LabelOSStable, Operator: v1.NodeSelectorOpIn, Values: []string{os}},
+		{Key: v1.LabelArchStable, Operator: v1.NodeSelectorOpIn, Values: archs},
+	}
+	if len(builds) > 0 {
+		exprs = append(exprs, v1.NodeSelectorRequirement{Key: v1.LabelWindowsBuild, Operator: v1.NodeSelectorOpIn, Values: builds})
+	}
+	return exprs
+}
+
+func equalPreferred(a, b v1.PreferredSchedulingTerm) bool {
+	if a.Weight != b.Weight || len(a.Preference.MatchFields) != 0 || len(a.Preference.MatchExpressions) != len(b.Preference.MatchExpressions) {
+		return false
+	}
+	for i, e := range a.Preference.MatchExpressions {
+		f := b.Preference.MatchExpressions[i]
+		if e.Key != f.Key || e.Operator != f.Operator || !slices.Equal(e.Values, f.Values) {
+			return false
+		}
+	}
+	return true
+}
+
+// validate rejects node affinity whose meaning would change, or which the
+// apiserver would refuse, once expressions are added to it: an empty
+// required term list, an empty term (it matches no node; adding to it would
+// make it match some), and malformed requirements.
+func validate(na *v1.NodeAffinity) error {
+	if r := na.RequiredDuringSchedulingIgnoredDuringExecution; r != nil {
+		if len(r.NodeSelectorTerms) == 0 {
+			return errors.New("requiredDuringScheduling has no nodeSelectorTerms")
+		}
+		for i, t := range r.NodeSelectorTerms {
+			if len(t.MatchExpressions) == 0 && len(t.MatchFields) == 0 {
+				return fmt.Errorf("nodeSelectorTerms[%d] is empty (it matches no node)", i)
+			}
+			if err := validateTerm(t); err != nil {
+				return fmt.Errorf("nodeSelectorTerms[%d]: %w", i, err)
+			}
+		}
+	}
+	for i, t := range na.PreferredDuringSchedulingIgnoredDuringExecution {
+		if err := validateTerm(t.Preference); err != nil {
+			return fmt.Errorf("preferredDuringScheduling[%d]: %w", i, err)
+		}
+	}
+	return nil
+}
+
+func validateTerm(t v1.NodeSelectorTerm) error {
+	for i, e := range t.MatchExpressions {
+		if err := validateRequirement(e); err != nil {
+			return fmt.Errorf("matchExpressions[%d]: %w", i, err)
+		}
+	}
+	for i, e := range t.MatchFields {
+		if err := validateRequirement(e); err != nil {
+			return fmt.Errorf("matchFields[%d]: %w", i, err)
+		}
+	}
+	return nil
+}
+
+func validateRequirement(e v1.NodeSelectorRequirement) error {
+	if strings.TrimSpace(e.Key) == "" {
+		return errors.New("empty key")
+	}
+	switch e.Operator {
+	case v1.NodeSelectorOpIn, v1.NodeSelectorOpNotIn:
+		if len(e.Values) == 0 {
+			return fmt.Errorf("key %q: operator %s needs values", e.Key, e.Operator)
+		}
+	case v1.NodeSelectorOpExists, v1.NodeSelectorOpDoesNotExist:
+		if len(e.Values) != 0 {
+			return fmt.Errorf("key %q: operator %s takes no values", e.Key, e.Operator)
+		}
+	case v1.NodeSelectorOpGt, v1.NodeSelectorOpLt:
+		if len(e.Values) != 1 {
+			return fmt.Errorf("key %q: operator %s takes one value", e.Key, e.Operator)
+		}
+		if _, err := strconv.ParseInt(e.Values[0], 10, 64); err != nil {
+			return fmt.Errorf("key %q: operator %s needs an integer: %w", e.Key, e.Operator, err)
+		}
+	default:
+		return fmt.Errorf("key %q: unknown operator %q", e.Key, e.Operator)
+	}
+	return nil
+}

@@ -1,0 +1,233 @@
+package placement
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/archfilter/archfilter/pkg/platform"
+)
+
+func mustSet(t *testing.T, list string) platform.Set {
+	t.Helper()
+	s, err := platform.ParseList(list)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func req(key string, op v1.NodeSelectorOperator, values ...string) v1.NodeSelectorRequirement {
+	return v1.NodeSelectorRequirement{Key: key, Operator: op, Values: values}
+}
+
+func in(key string, values ...string) v1.NodeSelectorRequirement {
+	return req(key, v1.NodeSelectorOpIn, values...)
+}
+
+func term(exprs ...v1.NodeSelectorRequirement) v1.NodeSelectorTerm {
+	return v1.NodeSelectorTerm{MatchExpressions: exprs}
+}
+
+func required(terms ...v1.NodeSelectorTerm) *v1.Affinity {
+	return &v1.Affinity{NodeAffinity: &v1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &v1.NodeSelector{NodeSelectorTerms: terms}}}
+}
+
+func podWith(aff *v1.Affinity, mutate ...func(*v1.Pod)) *v1.Pod {
+	p := &v1.Pod{Spec: v1.PodSpec{Affinity: aff, Containers: []v1.Container{{Name: "c", Image: "img"}}}}
+	for _, m := range mutate {
+		m(p)
+	}
+	return p
+}
+
+var (
+	linux   = in(v1.LabelOSStable, "linux")
+	windows = in(v1.LabelOSStable, "windows")
+	zoneA   = in("topology.kubernetes.io/zone", "a")
+	zoneB   = in("topology.kubernetes.io/zone", "b")
+)
+
+func TestMerge(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		pod     *v1.Pod
+		set     string // "" is Any
+		setOf   []platform.Platform
+		prefs   []Preference
+		want    *v1.Affinity
+		wantErr error
+	}{
+		{
+			name: "no affinity, one platform",
+			pod:  podWith(nil),
+			set:  "linux/arm64",
+			want: required(term(linux, in(v1.LabelArchStable, "arm64"))),
+		},
+		{
+			name: "no affinity, two architectures",
+			pod:  podWith(nil),
+			set:  "linux/amd64,linux/arm64",
+			want: required(term(linux, in(v1.LabelArchStable, "amd64", "arm64"))),
+		},
+		{
+			name: "two operating systems become one term each",
+			pod:  podWith(nil),
+			set:  "linux/amd64,windows/amd64",
+			want: required(term(linux, in(v1.LabelArchStable, "amd64")), term(windows, in(v1.LabelArchStable, "amd64"))),
+		},
+		{
+			name: "every existing term gets the expressions (AND)",
+			pod:  podWith(required(term(zoneA), term(zoneB))),
+			set:  "linux/arm64",
+			want: required(term(zoneA, linux, in(v1.LabelArchStable, "arm64")), term(zoneB, linux, in(v1.LabelArchStable, "arm64"))),
+		},
+		{
+			name: "existing terms times operating systems",
+			pod:  podWith(required(term(zoneA), term(zoneB))),
+			set:  "linux/amd64,windows/amd64",
+			want: required(
+				term(zoneA, linux, in(v1.LabelArchStable, "amd64")), term(zoneA, windows, in(v1.LabelArchStable, "amd64")),
+				term(zoneB, linux, in(v1.LabelArchStable, "amd64")), term(zoneB, windows, in(v1.LabelArchStable, "amd64"))),
+		},
+		{
+			name: "matchFields terms are kept",
+			pod:  podWith(required(v1.NodeSelectorTerm{MatchFields: []v1.NodeSelectorRequirement{in("metadata.name", "n1")}})),
+			set:  "linux/arm64",
+			want: required(v1.NodeSelectorTerm{MatchFields: []v1.NodeSelectorRequirement{in("metadata.name", "n1")}, MatchExpressions: []v1.NodeSelectorRequirement{linux, in(v1.LabelArchStable, "arm64")}}),
+		},
+		{
+			name: "restricted to the pod's own arch constraint",
+			pod:  podWith(required(term(in(v1.LabelArchStable, "arm64")))),
+			set:  "linux/amd64,linux/arm64",
+			want: required(term(in(v1.LabelArchStable, "arm64"), linux, in(v1.LabelArchStable, "arm64"))),
+		},
+		{
+			name:    "conflict with the pod's own nodeSelector",
+			pod:     podWith(nil, func(p *v1.Pod) { p.Spec.NodeSelector = map[string]string{v1.LabelArchStable: "amd64"} }),
+			set:     "linux/arm64",
+			wantErr: ErrConflict,
+		},
+		{
+			name:    "conflict with spec.os",
+			pod:     podWith(nil, func(p *v1.Pod) { p.Spec.OS = &v1.PodOS{Name: v1.Windows} }),
+			set:     "linux/arm64",
+			wantErr: ErrConflict,
+		},
+		{
+			name: "windows builds",
+			pod:  podWith(nil),
+			setOf: []platform.Platform{
+				{OS: "windows", Architecture: "amd64", OSVersion: "10.0.17763.1234"},
+				{OS: "windows", Architecture: "amd64", OSVersion: "10.0.20348.1"},
+			},
+			want: required(term(windows, in(v1.LabelArchStable, "amd64"), in(v1.LabelWindowsBuild, "10.0.17763", "10.0.20348"))),
+		},
+		{
+			name: "any platform adds nothing",
+			pod:  podWith(nil),
+			want: nil,
+		},
+		{
+			name: "any platform keeps the pod's affinity",
+			pod:  podWith(required(term(zoneA))),
+			want: required(term(zoneA)),
+		},
+		{
+			name:  "preferences for allowed platforms only",
+			pod:   podWith(nil),
+			set:   "linux/amd64,linux/arm64",
+			prefs: []Preference{{Platform: platform.Platform{OS: "linux", Architecture: "arm64"}, Weight: 50}, {Platform: platform.Platform{OS: "linux", Architecture: "s390x"}, Weight: 10}},
+			want: &v1.Affinity{NodeAffinity: &v1.NodeAffinity{
+				RequiredDuringSchedulingIgnoredDuringExecution:  &v1.NodeSelector{NodeSelectorTerms: []v1.NodeSelectorTerm{term(linux, in(v1.LabelArchStable, "amd64", "arm64"))}},
+				PreferredDuringSchedulingIgnoredDuringExecution: []v1.PreferredSchedulingTerm{{Weight: 50, Preference: term(linux, in(v1.LabelArchStable, "arm64"))}},
+			}},
+		},
+		{
+			name:  "preference already present is not repeated",
+			pod:   podWith(&v1.Affinity{NodeAffinity: &v1.NodeAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []v1.PreferredSchedulingTerm{{Weight: 50, Preference: term(linux, in(v1.LabelArchStable, "arm64"))}}}}),
+			prefs: []Preference{{Platform: platform.Platform{OS: "linux", Architecture: "arm64"}, Weight: 50}},
+			want:  &v1.Affinity{NodeAffinity: &v1.NodeAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []v1.PreferredSchedulingTerm{{Weight: 50, Preference: term(linux, in(v1.LabelArchStable, "arm64"))}}}},
+		},
+		{
+			name: "pod affinity is kept",
+			pod:  podWith(&v1.Affinity{PodAntiAffinity: &v1.PodAntiAffinity{}}),
+			set:  "linux/arm64",
+			want: &v1.Affinity{PodAntiAffinity: &v1.PodAntiAffinity{}, NodeAffinity: required(term(linux, in(v1.LabelArchStable, "arm64"))).NodeAffinity},
+		},
+		{name: "malformed: empty term list", pod: podWith(required()), set: "linux/arm64", wantErr: ErrUnmergeable},
+		{name: "malformed: empty term", pod: podWith(required(term(zoneA), v1.NodeSelectorTerm{})), set: "linux/arm64", wantErr: ErrUnmergeable},
+		{name: "malformed: In without values", pod: podWith(required(term(in("k")))), set: "linux/arm64", wantErr: ErrUnmergeable},
+		{name: "malformed: Exists with values", pod: podWith(required(term(req("k", v1.NodeSelectorOpExists, "x")))), set: "linux/arm64", wantErr: ErrUnmergeable},
+		{name: "malformed: Gt not an integer", pod: podWith(required(term(req("k", v1.NodeSelectorOpGt, "x")))), set: "linux/arm64", wantErr: ErrUnmergeable},
+		{name: "malformed: unknown operator", pod: podWith(required(term(req("k", "Near", "x")))), set: "linux/arm64", wantErr: ErrUnmergeable},
+		{name: "malformed: empty key", pod: podWith(required(term(in(" ", "x")))), set: "linux/arm64", wantErr: ErrUnmergeable},
+		{
+			name:    "malformed: preferred term",
+			pod:     podWith(&v1.Affinity{NodeAffinity: &v1.NodeAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []v1.PreferredSchedulingTerm{{Weight: 1, Preference: term(in("k"))}}}}),
+			set:     "linux/arm64",
+			wantErr: ErrUnmergeable,
+		},
+		{
+			name: "too many terms",
+			pod: podWith(func() *v1.Affinity {
+				var ts []v1.NodeSelectorTerm
+				for range MaxTerms {
+					ts = append(ts, term(zoneA))
+				}
+				return required(ts...)
+			}()),
+			set:     "linux/amd64,windows/amd64",
+			wantErr: ErrUnmergeable,
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			set := platform.Any()
+			if tc.set != "" {
+				set = mustSet(t, tc.set)
+			}
+			if tc.setOf != nil {
+				set = platform.NewSet(tc.setOf...)
+			}
+			before := tc.pod.DeepCopy()
+			got, err := Merge(tc.pod, set, tc.prefs)
+			if !errors.Is(err, tc.wantErr) {
+				t.Fatalf("Merge error = %v, want %v", err, tc.wantErr)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("Merge (-want,+got):\n%s", diff)
+			}
+			if diff := cmp.Diff(before, tc.pod); diff != "" {
+				t.Errorf("Merge modified the pod (-before,+after):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestWithoutGate(t *testing.T) {
+	other := v1.PodSchedulingGate{Name: "example.com/other"}
+	ours := v1.PodSchedulingGate{Name: GateName}
+	for _, tc := range []struct {
+		name  string
+		gates []v1.PodSchedulingGate
+		want  []v1.PodSchedulingGate
+		has   bool
+	}{
+		{name: "none"},
+		{name: "only ours", gates: []v1.PodSchedulingGate{ours}, has: true},
+		{name: "ours and another", gates: []v1.PodSchedulingGate{other, ours}, want: []v1.PodSchedulingGate{other}, has: true},
+		{name: "another only", gates: []v1.PodSchedulingGate{other}, want: []v1.PodSchedulingGate{other}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pod := &v1.Pod{Spec: v1.PodSpec{SchedulingGates: tc.gates}}
+			if got := HasGate(pod); got != tc.has {
+				t.Errorf("HasGate = %v, want %v", got, tc.has)
+			}
+			if diff := cmp.Diff(tc.want, WithoutGate(tc.gates)); diff != "" {
+				t.Errorf("WithoutGate (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}

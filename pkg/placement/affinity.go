@@ -21,11 +21,6 @@ import (
 // placement controller removes.
 const GateName = "archfilter.io/placement"
 
-// MaxTerms bounds the required nodeSelectorTerms a merge may produce (the
-// pod's terms times the operating systems its images run on), so that a pod
-// with many terms is left alone rather than bloated.
-const MaxTerms = 32
-
 // ErrConflict is returned when the pod's own os/arch constraints allow none
 // of the platforms its images run on.
 var ErrConflict = errors.New("the pod's own os/arch constraints allow none of its images' platforms")
@@ -42,11 +37,12 @@ type Preference struct {
 // Merge returns a copy of pod's affinity with required terms for set and
 // preferred terms for prefs added; pod is not modified.
 //
-// Required terms are ANDed into the pod's: each existing nodeSelectorTerm is
-// repeated once per operating system of set, with that OS's kubernetes.io/os,
-// kubernetes.io/arch (and node.kubernetes.io/windows-build) expressions added,
-// so a node the result admits is one the pod admitted before and that runs
-// the images. set is first restricted to the pod's own os/arch constraints
+// Required terms are ANDed into the pod's: a pod without required terms gets
+// one term per operating system of set, with that OS's kubernetes.io/os,
+// kubernetes.io/arch (and node.kubernetes.io/windows-build) expressions; each
+// existing nodeSelectorTerm gets the expressions added (for several operating
+// systems, their union, since a gated pod's terms can gain expressions but not
+// siblings), so a node the result admits is one the pod admitted before. set is first restricted to the pod's own os/arch constraints
 // (spec.os, nodeSelector, required affinity); if nothing is left Merge
 // returns ErrConflict. A set that allows any platform adds no required term.
 // Preferences are added for platforms set allows, unless the pod already has
@@ -71,14 +67,16 @@ func Merge(pod *v1.Pod, set platform.Set, prefs []Preference) (*v1.Affinity, err
 			return nil, ErrConflict
 		}
 		groups := osGroups(set)
-		var existing []v1.NodeSelectorTerm
+		existing := []v1.NodeSelectorTerm{{}}
 		if na.RequiredDuringSchedulingIgnoredDuringExecution != nil {
 			existing = na.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
-		} else {
-			existing = []v1.NodeSelectorTerm{{}}
-		}
-		if n := len(existing) * len(groups); n > MaxTerms {
-			return nil, fmt.Errorf("%w: %d terms times %d operating systems exceeds %d terms", ErrUnmergeable, len(existing), len(groups), MaxTerms)
+			if len(groups) > 1 {
+				// A gated pod's existing terms may gain expressions but not
+				// siblings (the apiserver's rule for mutable scheduling
+				// directives), so one union group is ANDed in instead of one
+				// term per OS: it may admit an os/arch pair no image has.
+				groups = [][]v1.NodeSelectorRequirement{unionGroup(set)}
+			}
 		}
 		var terms []v1.NodeSelectorTerm
 		for _, t := range existing {
@@ -134,6 +132,19 @@ func osGroups(set platform.Set) [][]v1.NodeSelectorRequirement {
 		groups = append(groups, platformExpressions(os, set.Architectures(os), b))
 	}
 	return groups
+}
+
+// unionGroup requires any OS and any architecture of set.
+func unionGroup(set platform.Set) []v1.NodeSelectorRequirement {
+	oses, archs := sets.New[string](), sets.New[string]()
+	for _, p := range set.Platforms() {
+		oses.Insert(p.OS)
+		archs.Insert(p.Architecture)
+	}
+	return []v1.NodeSelectorRequirement{
+		{Key: v1.LabelOSStable, Operator: v1.NodeSelectorOpIn, Values: sets.List(oses)},
+		{Key: v1.LabelArchStable, Operator: v1.NodeSelectorOpIn, Values: sets.List(archs)},
+	}
 }
 
 func platformExpressions(os string, archs, builds []string) []v1.NodeSelectorRequirement {

@@ -85,12 +85,12 @@ func TestMerge(t *testing.T) {
 			want: required(term(zoneA, linux, in(v1.LabelArchStable, "arm64")), term(zoneB, linux, in(v1.LabelArchStable, "arm64"))),
 		},
 		{
-			name: "existing terms times operating systems",
+			name: "several operating systems: existing terms get the union",
 			pod:  podWith(required(term(zoneA), term(zoneB))),
-			set:  "linux/amd64,windows/amd64",
+			set:  "linux/amd64,windows/arm64",
 			want: required(
-				term(zoneA, linux, in(v1.LabelArchStable, "amd64")), term(zoneA, windows, in(v1.LabelArchStable, "amd64")),
-				term(zoneB, linux, in(v1.LabelArchStable, "amd64")), term(zoneB, windows, in(v1.LabelArchStable, "amd64"))),
+				term(zoneA, in(v1.LabelOSStable, "linux", "windows"), in(v1.LabelArchStable, "amd64", "arm64")),
+				term(zoneB, in(v1.LabelOSStable, "linux", "windows"), in(v1.LabelArchStable, "amd64", "arm64"))),
 		},
 		{
 			name: "matchFields terms are kept",
@@ -171,16 +171,10 @@ func TestMerge(t *testing.T) {
 			wantErr: ErrUnmergeable,
 		},
 		{
-			name: "too many terms",
-			pod: podWith(func() *v1.Affinity {
-				var ts []v1.NodeSelectorTerm
-				for range MaxTerms {
-					ts = append(ts, term(zoneA))
-				}
-				return required(ts...)
-			}()),
-			set:     "linux/amd64,windows/amd64",
-			wantErr: ErrUnmergeable,
+			name:  "windows image without os.version: no build term",
+			pod:   podWith(nil),
+			setOf: []platform.Platform{{OS: "windows", Architecture: "amd64", OSVersion: "10.0.17763.1"}, {OS: "windows", Architecture: "amd64"}},
+			want:  required(term(windows, in(v1.LabelArchStable, "amd64"))),
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -115,6 +115,9 @@ func TestKarpenter(t *testing.T) {
 			}
 		}
 	})
+	// After the mode-on scenario its companion is stopped, its webhook
+	// configuration left behind.
+	t.Run("uninstall leaves no gated pod", func(t *testing.T) { uninstallPlacement(ctx, t, c) })
 	fmt.Println("\nKarpenter (KWOK provider), NodePool offering linux/amd64 and linux/arm64, no nodes at start;")
 	fmt.Printf("Deployment of %d replicas of an arm64-only image, no nodeSelector or affinity:\n\n", replicas)
 	printOutcomes(os.Stdout, outcomes)

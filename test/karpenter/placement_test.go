@@ -5,24 +5,43 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/archfilter/archfilter/test/e2e/framework"
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/archfilter/archfilter/test/e2e/framework"
 )
 
-// startPlacement runs the placement mode's companion (cmd/archfilter-placement,
-// PLACEMENT_BIN) as a host process serving its webhook on loopback. Until the
-// tree has it, hack/karpenter/e2e.sh leaves PLACEMENT_BIN unset and the
-// scenario is skipped, saying so.
-func startPlacement(ctx context.Context, t *testing.T, c *cluster) *framework.Process {
+const (
+	// placementGate and placementWebhook are the companion's gate and the
+	// MutatingWebhookConfiguration it owns (docs/placement.md).
+	placementGate    = "archfilter.io/placement"
+	placementWebhook = "archfilter-placement"
+)
+
+// placementBinary is cmd/archfilter-placement's binary, PLACEMENT_BIN. Until
+// the tree has it, hack/karpenter/e2e.sh leaves PLACEMENT_BIN unset and the
+// caller is skipped, saying so.
+func placementBinary(t *testing.T) string {
 	t.Helper()
 	bin := os.Getenv("PLACEMENT_BIN")
 	if bin == "" {
 		t.Skip("the placement mode is not built: cmd/archfilter-placement is not in this tree yet (hack/karpenter/e2e.sh builds it once it is)")
 	}
+	return bin
+}
+
+// startPlacement runs the placement mode's companion as a host process
+// serving its webhook on loopback.
+func startPlacement(ctx context.Context, t *testing.T, c *cluster) *framework.Process {
+	t.Helper()
+	bin := placementBinary(t)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -61,4 +80,53 @@ func startPlacement(ctx context.Context, t *testing.T, c *cluster) *framework.Pr
 		t.Fatalf("the placement companion (%s %v) is not serving on %s: %v\n%s", bin, args, addr, err, p.Tail(30))
 	}
 	return p
+}
+
+// uninstallPlacement is docs/placement.md's uninstall after the companion
+// went away without it: its webhook configuration is left behind and a pod
+// still carries the gate (created here as the webhook would have left it).
+// `archfilter-placement --remove-gates` must delete the configuration and
+// leave no gated pod in the cluster.
+func uninstallPlacement(ctx context.Context, t *testing.T, c *cluster) {
+	t.Helper()
+	bin := placementBinary(t)
+	hooks := c.cs.AdmissionregistrationV1().MutatingWebhookConfigurations()
+	if _, err := hooks.Get(ctx, placementWebhook, metav1.GetOptions{}); err != nil {
+		t.Fatalf("the stopped companion's MutatingWebhookConfiguration %s: %v (want it left behind, as after a plain delete)", placementWebhook, err)
+	}
+	const ns = "karpenter-uninstall"
+	if err := framework.EnsureNamespace(ctx, c.cs, ns); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.cs.CoreV1().Namespaces().Delete(context.WithoutCancel(ctx), ns, metav1.DeleteOptions{}) })
+	pod := &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "gated-when-the-companion-went", Namespace: ns},
+		Spec: v1.PodSpec{
+			// No scheduler picks it up, so Karpenter buys nothing for it.
+			SchedulerName:   "no-scheduler",
+			SchedulingGates: []v1.PodSchedulingGate{{Name: placementGate}},
+			Containers:      []v1.Container{{Name: "main", Image: framework.ImageARM64Only.Ref(c.registry, c.registry)}},
+		},
+	}
+	if _, err := c.cs.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.CommandContext(ctx, bin, "--kubeconfig", c.kubeconfig, "--remove-gates")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%s --remove-gates: %v\n%s", bin, err, out)
+	}
+	if _, err := hooks.Get(ctx, placementWebhook, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("after --remove-gates, MutatingWebhookConfiguration %s: want NotFound, got %v", placementWebhook, err)
+	}
+	pods, err := c.cs.CoreV1().Pods("").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pods.Items {
+		for _, g := range p.Spec.SchedulingGates {
+			if g.Name == placementGate {
+				t.Errorf("after --remove-gates, pod %s/%s still has the gate %s", p.Namespace, p.Name, placementGate)
+			}
+		}
+	}
 }

@@ -1,0 +1,224 @@
+package app
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/spf13/cobra"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/component-base/cli/globalflag"
+	"k8s.io/component-base/metrics/legacyregistry"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
+
+	"github.com/archfilter/archfilter/internal/placement/certs"
+	"github.com/archfilter/archfilter/internal/placement/controller"
+	"github.com/archfilter/archfilter/internal/placement/metrics"
+	"github.com/archfilter/archfilter/internal/placement/webhook"
+	"github.com/archfilter/archfilter/pkg/registryclient"
+)
+
+// component names the events' source.
+const component = "archfilter-placement"
+
+// certCheckInterval is how often the certificate's expiry is checked.
+const certCheckInterval = time.Hour
+
+// NewCommand is the archfilter-placement command.
+func NewCommand() *cobra.Command {
+	o := NewOptions()
+	cmd := &cobra.Command{
+		Use:          "archfilter-placement",
+		Short:        "ArchFilter's placement mode: gate new pods, write the node affinity their images need, ungate them",
+		SilenceUsage: true,
+		Args:         cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return Run(cmd.Context(), o)
+		},
+	}
+	o.AddFlags(cmd.Flags())
+	globalflag.AddGlobalFlags(cmd.Flags(), cmd.Name())
+	return cmd
+}
+
+// Run runs the webhook and controller (or, with --remove-gates, the
+// uninstall) until ctx is done.
+func Run(ctx context.Context, o *Options) error {
+	logger := klog.FromContext(ctx)
+	args, err := o.LoadArgs()
+	if err != nil {
+		return err
+	}
+	restConfig, err := clientcmd.BuildConfigFromFlags("", o.Kubeconfig)
+	if err != nil {
+		return fmt.Errorf("--kubeconfig: %w", err)
+	}
+	restConfig.UserAgent = component
+	client, err := kubernetes.NewForConfig(restConfig)
+	if err != nil {
+		return err
+	}
+	excluded := sets.New(args.ExcludedNamespaces...).Insert(o.Namespace)
+	reg := webhook.Registration{Name: o.WebhookConfigName, URL: o.WebhookURL, ExcludedNamespaces: excluded}
+	if o.WebhookURL == "" {
+		reg.Service = &admissionregistrationv1.ServiceReference{Namespace: o.Namespace, Name: o.ServiceName, Port: ptr.To(o.ServicePort)}
+	}
+	metrics.Register()
+
+	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
+	defer broadcaster.Shutdown()
+	recorder := broadcaster.NewRecorder(scheme.Scheme, v1.EventSource{Component: component})
+
+	if o.RemoveGates {
+		return uninstall(ctx, client, reg, recorder)
+	}
+
+	addr, err := o.listenAddress()
+	if err != nil {
+		return err
+	}
+	cm, err := o.certManager(ctx, client, reg)
+	if err != nil {
+		return err
+	}
+	if err := cm.Ensure(ctx); err != nil {
+		return err
+	}
+	go cm.Run(ctx, certCheckInterval)
+
+	factory := informers.NewSharedInformerFactory(client, 0)
+	rc, err := registryclient.New(ctx, args, factory)
+	if err != nil {
+		return err
+	}
+	ctrl, err := controller.New(controller.Options{
+		Client:      client,
+		Informers:   factory,
+		Resolver:    rc.Resolver,
+		Credentials: rc.Credentials,
+		Recorder:    recorder,
+		Args:        args,
+		MaxGated:    o.MaxGated,
+		Workers:     o.Workers,
+	})
+	if err != nil {
+		return err
+	}
+
+	mux := http.NewServeMux()
+	mux.Handle(webhook.Path, &webhook.Handler{
+		Scope:  webhook.Scope{ExcludedNamespaces: excluded, SkipSchedulers: sets.New(o.SkipSchedulerNames...)},
+		Logger: logger,
+	})
+	srv := &http.Server{
+		Handler:           mux,
+		TLSConfig:         &tls.Config{GetCertificate: cm.GetCertificate, MinVersion: tls.VersionTLS12},
+		ReadHeaderTimeout: 10 * time.Second,
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("webhook listener: %w", err)
+	}
+	errc := make(chan error, 2)
+	go func() { errc <- srv.ServeTLS(ln, "", "") }()
+	if o.MetricsAddr != "" {
+		mmux := http.NewServeMux()
+		mmux.Handle("/metrics", legacyregistry.Handler())
+		mmux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
+		msrv := &http.Server{Addr: o.MetricsAddr, Handler: mmux, ReadHeaderTimeout: 10 * time.Second}
+		go func() { errc <- msrv.ListenAndServe() }()
+		defer msrv.Close()
+	}
+	factory.Start(ctx.Done())
+	defer factory.Shutdown()
+	go func() { errc <- ctrl.Run(ctx) }()
+	logger.Info("Placement mode running", "webhook", addr, "webhookConfiguration", reg.Name, "maxGated", o.MaxGated, "failurePolicy", args.FailurePolicy)
+
+	select {
+	case <-ctx.Done():
+	case err = <-errc:
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	_ = srv.Shutdown(shutdownCtx)
+	if errors.Is(err, http.ErrServerClosed) {
+		err = nil
+	}
+	return err
+}
+
+// certManager keeps the certificate in --cert-secret, or in memory when the
+// flag is empty or, for a host process (--webhook-url), --namespace does not
+// exist.
+func (o *Options) certManager(ctx context.Context, client kubernetes.Interface, reg webhook.Registration) (*certs.Manager, error) {
+	opts := certs.Options{
+		Client:     client,
+		Namespace:  o.Namespace,
+		SecretName: o.CertSecret,
+		Validity:   o.CertValidity,
+		OnCABundle: func(ctx context.Context, bundle []byte) error { return reg.Apply(ctx, client, bundle) },
+	}
+	if o.WebhookURL != "" {
+		u, err := o.webhookURL()
+		if err != nil {
+			return nil, err
+		}
+		if ip := net.ParseIP(u.Hostname()); ip != nil {
+			opts.IPs = []net.IP{ip}
+		} else {
+			opts.DNSNames = []string{u.Hostname()}
+		}
+		if _, err := client.CoreV1().Namespaces().Get(ctx, o.Namespace, metav1.GetOptions{}); apierrors.IsNotFound(err) {
+			klog.FromContext(ctx).Info("Namespace does not exist: the webhook certificate is kept in memory", "namespace", o.Namespace)
+			opts.SecretName = ""
+		}
+	} else {
+		svc := o.ServiceName + "." + o.Namespace
+		opts.DNSNames = []string{svc + ".svc", svc + ".svc.cluster.local", svc, o.ServiceName}
+	}
+	return certs.New(opts)
+}
+
+// uninstall deletes the webhook configuration, so no new pod is gated, then
+// removes the gate from every pod; it repeats until a pass finds none, for
+// pods admitted while the deletion propagated.
+func uninstall(ctx context.Context, client kubernetes.Interface, reg webhook.Registration, recorder record.EventRecorder) error {
+	logger := klog.FromContext(ctx)
+	if err := reg.Delete(ctx, client); err != nil {
+		return err
+	}
+	total := 0
+	for pass := 0; pass < 5; pass++ {
+		n, err := controller.RemoveGates(ctx, client, recorder)
+		total += n
+		if err != nil {
+			return err
+		}
+		if n == 0 && pass > 0 {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
+	logger.Info("Placement mode uninstalled", "webhookConfiguration", reg.Name, "podsReleased", total)
+	return nil
+}

@@ -1,0 +1,130 @@
+// Package app is the archfilter-placement command: flags, configuration,
+// and the wiring of webhook, certificates and controller into one process.
+package app
+
+import (
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/archfilter/archfilter/apis/config"
+	"github.com/archfilter/archfilter/apis/config/scheme"
+	"github.com/archfilter/archfilter/apis/config/validation"
+)
+
+// Options are the command's flags.
+type Options struct {
+	Kubeconfig         string
+	ArgsFile           string
+	InsecureRegistries []string
+	Namespace          string
+	WebhookURL         string
+	ServiceName        string
+	ServicePort        int32
+	Listen             string
+	WebhookConfigName  string
+	CertSecret         string
+	CertValidity       time.Duration
+	MaxGated           time.Duration
+	Workers            int
+	MetricsAddr        string
+	SkipSchedulerNames []string
+	RemoveGates        bool
+}
+
+// NewOptions returns the defaults.
+func NewOptions() *Options {
+	ns := os.Getenv("POD_NAMESPACE")
+	if ns == "" {
+		ns = "archfilter-system"
+	}
+	return &Options{
+		Namespace:          ns,
+		ServiceName:        "archfilter-placement",
+		ServicePort:        443,
+		Listen:             ":9443",
+		WebhookConfigName:  "archfilter-placement",
+		CertSecret:         "archfilter-placement-tls",
+		CertValidity:       365 * 24 * time.Hour,
+		MaxGated:           2 * time.Minute,
+		Workers:            4,
+		SkipSchedulerNames: []string{"archfilter-scheduler"},
+	}
+}
+
+// AddFlags registers the flags on fs.
+func (o *Options) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.Kubeconfig, "kubeconfig", o.Kubeconfig, "kubeconfig of the cluster; empty means in-cluster")
+	fs.StringVar(&o.ArgsFile, "args", o.ArgsFile, "file holding ArchFilterArgs (apiVersion kubescheduler.config.k8s.io/v1, kind ArchFilterArgs); empty means the plugin's defaults")
+	fs.StringSliceVar(&o.InsecureRegistries, "insecure-registries", o.InsecureRegistries, "registry hosts reached over plain HTTP (added to the args' registries with insecure: true)")
+	fs.StringVar(&o.Namespace, "namespace", o.Namespace, "namespace of the certificate Secret and the webhook Service; never gated")
+	fs.StringVar(&o.WebhookURL, "webhook-url", o.WebhookURL, "https://host:port the apiserver calls the webhook at (local runs); empty registers the webhook by Service")
+	fs.StringVar(&o.ServiceName, "service-name", o.ServiceName, "Service fronting the webhook, in --namespace")
+	fs.Int32Var(&o.ServicePort, "service-port", o.ServicePort, "port of --service-name")
+	fs.StringVar(&o.Listen, "listen", o.Listen, "address the webhook serves TLS on; with --webhook-url, defaults to its host:port")
+	fs.StringVar(&o.WebhookConfigName, "webhook-config-name", o.WebhookConfigName, "the MutatingWebhookConfiguration this process creates and owns")
+	fs.StringVar(&o.CertSecret, "cert-secret", o.CertSecret, "Secret in --namespace holding the CA and serving certificate; empty keeps them in memory")
+	fs.DurationVar(&o.CertValidity, "cert-validity", o.CertValidity, "serving certificate lifetime; renewed when a third is left")
+	fs.DurationVar(&o.MaxGated, "max-gated", o.MaxGated, "longest a pod keeps the gate, counted from its creation")
+	fs.IntVar(&o.Workers, "workers", o.Workers, "pods handled in parallel")
+	fs.StringVar(&o.MetricsAddr, "metrics-addr", o.MetricsAddr, "address for /metrics and /healthz; empty disables")
+	fs.StringSliceVar(&o.SkipSchedulerNames, "skip-scheduler-names", o.SkipSchedulerNames, "pods naming one of these schedulers are not gated (they run ArchFilter already)")
+	fs.BoolVar(&o.RemoveGates, "remove-gates", o.RemoveGates, "uninstall: delete the webhook configuration, remove the gate from every pod, exit")
+}
+
+// listenAddress is where the webhook serves.
+func (o *Options) listenAddress() (string, error) {
+	if o.WebhookURL == "" {
+		return o.Listen, nil
+	}
+	u, err := o.webhookURL()
+	if err != nil {
+		return "", err
+	}
+	return net.JoinHostPort(u.Hostname(), u.Port()), nil
+}
+
+func (o *Options) webhookURL() (*url.URL, error) {
+	u, err := url.Parse(o.WebhookURL)
+	if err != nil || u.Scheme != "https" || u.Hostname() == "" || u.Path != "" && u.Path != "/" {
+		return nil, fmt.Errorf("--webhook-url %q: want https://host:port", o.WebhookURL)
+	}
+	if _, err := strconv.Atoi(u.Port()); err != nil {
+		return nil, fmt.Errorf("--webhook-url %q: want an explicit port", o.WebhookURL)
+	}
+	return u, nil
+}
+
+// LoadArgs reads --args (or the defaults), adds --insecure-registries and
+// validates the result as the plugin does.
+func (o *Options) LoadArgs() (*config.ArchFilterArgs, error) {
+	data := []byte("apiVersion: kubescheduler.config.k8s.io/v1\nkind: ArchFilterArgs\n")
+	if o.ArgsFile != "" {
+		var err error
+		if data, err = os.ReadFile(o.ArgsFile); err != nil {
+			return nil, fmt.Errorf("--args: %w", err)
+		}
+	}
+	obj, gvk, err := serializer.NewCodecFactory(scheme.Scheme, serializer.EnableStrict).UniversalDecoder().Decode(data, nil, nil)
+	if err != nil {
+		return nil, fmt.Errorf("--args %s: %w", o.ArgsFile, err)
+	}
+	args, ok := obj.(*config.ArchFilterArgs)
+	if !ok {
+		return nil, fmt.Errorf("--args %s: got %v, want kind ArchFilterArgs", o.ArgsFile, gvk)
+	}
+	for _, host := range o.InsecureRegistries {
+		args.Registries = append(args.Registries, config.RegistryConfig{Host: host, Insecure: true})
+	}
+	if err := validation.ValidateArchFilterArgs(field.NewPath("args"), args); err != nil {
+		return nil, err
+	}
+	return args, nil
+}

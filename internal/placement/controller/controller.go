@@ -1,0 +1,382 @@
+// Package controller is the placement mode's controller: for every pod
+// carrying the archfilter.io/placement gate it resolves the pod's images,
+// writes the required and preferred node affinity, and removes the gate, in
+// one update. Whatever happens, the gate goes within a bounded time.
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+
+	"github.com/archfilter/archfilter/apis/config"
+	"github.com/archfilter/archfilter/internal/placement/metrics"
+	"github.com/archfilter/archfilter/pkg/placement"
+	"github.com/archfilter/archfilter/pkg/platform"
+	"github.com/archfilter/archfilter/pkg/podplatform"
+	"github.com/archfilter/archfilter/pkg/resolver"
+)
+
+// Event reasons on the pod.
+const (
+	ReasonPlaced      = "ArchFilterPlacement"
+	ReasonFailedOpen  = "ArchFilterPlacementFailedOpen"
+	ReasonConflict    = "ArchFilterPlacementConflict"
+	ReasonUnmergeable = "ArchFilterPlacementUnmergeable"
+	ReasonGateRemoved = "ArchFilterPlacementGateRemoved"
+	minResolveWindow  = 5 * time.Second
+	retryBackoffBase  = time.Second
+	retryBackoffMax   = 30 * time.Second
+)
+
+// Credentials gives the credentials a pod's images may be pulled with.
+type Credentials interface {
+	ForPod(pod *v1.Pod) resolver.Credentials
+}
+
+// Resolver resolves one image (pkg/resolver.Resolver).
+type Resolver interface {
+	Resolve(ctx context.Context, req resolver.Request) resolver.Result
+}
+
+// Options configure the controller.
+type Options struct {
+	Client      kubernetes.Interface
+	Informers   informers.SharedInformerFactory
+	Resolver    Resolver
+	Credentials Credentials
+	Recorder    record.EventRecorder
+	// Args are the plugin's: failurePolicy, maxWait, fallbackPlatforms,
+	// preferredPlatforms, run32BitImagesOn.
+	Args *config.ArchFilterArgs
+	// MaxGated is the longest a pod keeps the gate, counted from its creation.
+	MaxGated time.Duration
+	Workers  int
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Controller removes placement gates.
+type Controller struct {
+	opts        Options
+	pods        corelisters.PodLister
+	synced      cache.InformerSynced
+	queue       workqueue.TypedRateLimitingInterface[string]
+	compat      platform.Compat
+	fallback    platform.Set
+	hasFallback bool
+	prefs       []placement.Preference
+}
+
+// New builds the controller; call Run after starting opts.Informers.
+func New(opts Options) (*Controller, error) {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Workers <= 0 {
+		opts.Workers = 1
+	}
+	if opts.MaxGated <= 0 {
+		return nil, fmt.Errorf("max gated time %v: must be positive", opts.MaxGated)
+	}
+	c := &Controller{
+		opts:   opts,
+		compat: platform.NewCompat(opts.Args.Run32BitImagesOn...),
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
+			workqueue.NewTypedItemExponentialFailureRateLimiter[string](retryBackoffBase, retryBackoffMax),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: "archfilter-placement"}),
+	}
+	if len(opts.Args.FallbackPlatforms) > 0 {
+		set, err := platform.ParseList(strings.Join(opts.Args.FallbackPlatforms, ","))
+		if err != nil {
+			return nil, fmt.Errorf("args fallbackPlatforms: %w", err)
+		}
+		c.fallback, c.hasFallback = set, true
+	}
+	for i, p := range opts.Args.PreferredPlatforms {
+		pl, err := platform.Parse(p.Platform)
+		if err != nil {
+			return nil, fmt.Errorf("args preferredPlatforms[%d]: %w", i, err)
+		}
+		c.prefs = append(c.prefs, placement.Preference{Platform: pl, Weight: p.Weight})
+	}
+	podInformer := opts.Informers.Core().V1().Pods()
+	c.pods = podInformer.Lister()
+	c.synced = podInformer.Informer().HasSynced
+	_, err := podInformer.Informer().AddEventHandler(cache.FilteringResourceEventHandler{
+		FilterFunc: func(obj any) bool {
+			pod, ok := obj.(*v1.Pod)
+			return ok && placement.HasGate(pod)
+		},
+		Handler: cache.ResourceEventHandlerFuncs{
+			AddFunc:    c.enqueue,
+			UpdateFunc: func(_, obj any) { c.enqueue(obj) },
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func (c *Controller) enqueue(obj any) {
+	key, err := cache.MetaNamespaceKeyFunc(obj)
+	if err != nil {
+		utilruntime.HandleError(err)
+		return
+	}
+	c.queue.Add(key)
+}
+
+// Run processes gated pods until ctx is done. Pods gated while no controller
+// ran are listed by the informer at start and handled like new ones.
+func (c *Controller) Run(ctx context.Context) error {
+	defer c.queue.ShutDown()
+	if !cache.WaitForCacheSync(ctx.Done(), c.synced) {
+		return errors.New("pod informer did not sync")
+	}
+	for range c.opts.Workers {
+		go wait.UntilWithContext(ctx, c.worker, time.Second)
+	}
+	<-ctx.Done()
+	return nil
+}
+
+func (c *Controller) worker(ctx context.Context) {
+	for c.processNext(ctx) {
+	}
+}
+
+func (c *Controller) processNext(ctx context.Context) bool {
+	key, quit := c.queue.Get()
+	if quit {
+		return false
+	}
+	defer c.queue.Done(key)
+	retryAfter, err := c.sync(ctx, key)
+	switch {
+	case err != nil:
+		utilruntime.HandleErrorWithContext(ctx, err, "Placing pod", "pod", key)
+		c.queue.AddRateLimited(key)
+	case retryAfter > 0:
+		c.queue.AddAfter(key, retryAfter)
+	default:
+		c.queue.Forget(key)
+	}
+	return true
+}
+
+// decision is what happens to a gated pod.
+type decision struct {
+	affinity  *v1.Affinity // nil: leave the pod's affinity as it is
+	outcome   string
+	eventType string
+	reason    string
+	message   string
+	failOpen  string // fail_open_total's reason, "" when not failing open
+	retry     time.Duration
+}
+
+func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error) {
+	ns, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return 0, nil
+	}
+	pod, err := c.pods.Pods(ns).Get(name)
+	if apierrors.IsNotFound(err) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	if !placement.HasGate(pod) || pod.DeletionTimestamp != nil {
+		return 0, nil
+	}
+	d := c.decide(ctx, pod)
+	if d.retry > 0 {
+		return d.retry, nil
+	}
+	return 0, c.release(ctx, pod, d)
+}
+
+// decide resolves the pod's images within the bounded wait and says what to
+// write; it never returns a decision that keeps the pod gated past MaxGated.
+func (c *Controller) decide(ctx context.Context, pod *v1.Pod) decision {
+	logger := klog.FromContext(ctx)
+	deadline := pod.CreationTimestamp.Add(c.opts.MaxGated)
+	window := min(c.opts.Args.MaxWait.Duration, deadline.Sub(c.opts.Now()))
+	window = max(window, minResolveWindow)
+	rctx, cancel := context.WithTimeout(ctx, window)
+	defer cancel()
+
+	set := platform.Any()
+	var failed []string
+	creds := c.opts.Credentials.ForPod(pod)
+	for _, image := range podplatform.Images(pod) {
+		res := c.opts.Resolver.Resolve(rctx, resolver.Request{Image: image, Credentials: creds})
+		if res.Err != nil {
+			failed = append(failed, fmt.Sprintf("%s: %v", image, res.Err))
+			continue
+		}
+		set = set.Intersect(c.compat.Expand(res.Platforms))
+	}
+	if len(failed) > 0 {
+		if c.opts.Args.FailurePolicy == config.FailurePolicyFail && c.opts.Now().Before(deadline) {
+			logger.V(3).Info("Images did not resolve, pod stays gated", "pod", klog.KObj(pod), "deadline", deadline, "errors", failed)
+			return decision{retry: min(retryBackoffMax, max(retryBackoffBase, deadline.Sub(c.opts.Now())))}
+		}
+		if !c.hasFallback {
+			why := "resolve_failed"
+			msg := fmt.Sprintf("images did not resolve (failurePolicy %s): %s; the pod is schedulable without an architecture constraint", c.opts.Args.FailurePolicy, strings.Join(failed, "; "))
+			if c.opts.Args.FailurePolicy == config.FailurePolicyFail {
+				why = "max_gated"
+				msg = fmt.Sprintf("images did not resolve within %v of the pod's creation: %s; the pod is schedulable without an architecture constraint", c.opts.MaxGated, strings.Join(failed, "; "))
+			}
+			return decision{outcome: metrics.OutcomeFailedOpen, eventType: v1.EventTypeWarning, reason: ReasonFailedOpen, message: msg, failOpen: why}
+		}
+		set = c.fallback
+	}
+	aff, err := placement.Merge(pod, set, c.prefs)
+	switch {
+	case errors.Is(err, placement.ErrConflict):
+		return decision{outcome: metrics.OutcomeConflict, eventType: v1.EventTypeWarning, reason: ReasonConflict,
+			message:  fmt.Sprintf("the pod's own os/arch constraints allow none of the platforms its images run on (%s); archfilter adds no constraint", set),
+			failOpen: "conflict"}
+	case err != nil:
+		return decision{outcome: metrics.OutcomeUnmergeable, eventType: v1.EventTypeWarning, reason: ReasonUnmergeable,
+			message:  fmt.Sprintf("%v; archfilter adds no constraint", err),
+			failOpen: "unmergeable"}
+	}
+	if set.IsAny() && apiequality.Semantic.DeepEqual(aff, pod.Spec.Affinity) {
+		return decision{outcome: metrics.OutcomeUnconstrained, eventType: v1.EventTypeNormal, reason: ReasonPlaced,
+			message: "the pod's images run on any platform; no affinity added"}
+	}
+	return decision{affinity: aff, outcome: metrics.OutcomeAffinityWritten, eventType: v1.EventTypeNormal, reason: ReasonPlaced,
+		message: fmt.Sprintf("node affinity requires the platforms the pod's images run on: %s", set)}
+}
+
+// release writes d's affinity (if any) and removes the gate in one update,
+// retrying on conflicts with a fresh copy. A pod whose update the apiserver
+// refuses is released without affinity rather than kept gated.
+func (c *Controller) release(ctx context.Context, pod *v1.Pod, d decision) error {
+	update := func(p *v1.Pod, withAffinity bool) (*v1.Pod, error) {
+		p = p.DeepCopy()
+		if withAffinity && d.affinity != nil {
+			p.Spec.Affinity = d.affinity
+		}
+		p.Spec.SchedulingGates = placement.WithoutGate(p.Spec.SchedulingGates)
+		return c.opts.Client.CoreV1().Pods(p.Namespace).Update(ctx, p, metav1.UpdateOptions{})
+	}
+	updated, err := update(pod, true)
+	if apierrors.IsInvalid(err) && d.affinity != nil {
+		// The merged affinity was refused (the apiserver's rules for gated
+		// pods are stricter than Merge knows): the pod goes without it.
+		d = decision{outcome: metrics.OutcomeUnmergeable, eventType: v1.EventTypeWarning, reason: ReasonUnmergeable,
+			message: fmt.Sprintf("the apiserver refused the merged node affinity (%v); archfilter adds no constraint", err), failOpen: "unmergeable"}
+		updated, err = update(pod, false)
+	}
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		// A conflict means the informer's copy is old: the update event
+		// requeues the pod; AddRateLimited bounds the retries' rate.
+		return fmt.Errorf("updating pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	metrics.GatedSeconds.WithLabelValues(d.outcome).Observe(c.opts.Now().Sub(pod.CreationTimestamp.Time).Seconds())
+	if d.outcome == metrics.OutcomeAffinityWritten {
+		metrics.AffinityWritten.Inc()
+	}
+	if d.failOpen != "" {
+		metrics.FailOpen.WithLabelValues(d.failOpen).Inc()
+	}
+	if c.opts.Recorder != nil {
+		c.opts.Recorder.Event(updated, d.eventType, d.reason, d.message)
+	}
+	klog.FromContext(ctx).V(2).Info("Released pod", "pod", klog.KObj(pod), "outcome", d.outcome)
+	return nil
+}
+
+// RemoveGates removes the placement gate from every pod that carries it,
+// without adding affinity, and returns how many pods it released. It is the
+// uninstall path: run it after the webhook configuration is gone.
+func RemoveGates(ctx context.Context, client kubernetes.Interface, recorder record.EventRecorder) (int, error) {
+	released := 0
+	var errs []error
+	err := listPages(ctx, client, func(pod *v1.Pod) {
+		if !placement.HasGate(pod) {
+			return
+		}
+		err := retryOnConflict(ctx, client, pod, func(p *v1.Pod) { p.Spec.SchedulingGates = placement.WithoutGate(p.Spec.SchedulingGates) })
+		if err != nil {
+			errs = append(errs, err)
+			return
+		}
+		released++
+		metrics.FailOpen.WithLabelValues("uninstalled").Inc()
+		if recorder != nil {
+			recorder.Event(pod, v1.EventTypeWarning, ReasonGateRemoved, "the placement mode is being uninstalled: gate removed without added affinity")
+		}
+	})
+	if err != nil {
+		errs = append(errs, err)
+	}
+	return released, errors.Join(errs...)
+}
+
+func listPages(ctx context.Context, client kubernetes.Interface, fn func(*v1.Pod)) error {
+	opts := metav1.ListOptions{Limit: 500}
+	for {
+		list, err := client.CoreV1().Pods(metav1.NamespaceAll).List(ctx, opts)
+		if err != nil {
+			return fmt.Errorf("listing pods: %w", err)
+		}
+		for i := range list.Items {
+			fn(&list.Items[i])
+		}
+		if list.Continue == "" {
+			return nil
+		}
+		opts.Continue = list.Continue
+	}
+}
+
+func retryOnConflict(ctx context.Context, client kubernetes.Interface, pod *v1.Pod, mutate func(*v1.Pod)) error {
+	pods := client.CoreV1().Pods(pod.Namespace)
+	for attempt := 0; ; attempt++ {
+		p := pod.DeepCopy()
+		mutate(p)
+		_, err := pods.Update(ctx, p, metav1.UpdateOptions{})
+		if err == nil || apierrors.IsNotFound(err) {
+			return nil
+		}
+		if !apierrors.IsConflict(err) || attempt == 5 {
+			return fmt.Errorf("removing the gate from pod %s/%s: %w", pod.Namespace, pod.Name, err)
+		}
+		if pod, err = pods.Get(ctx, pod.Name, metav1.GetOptions{}); err != nil {
+			if apierrors.IsNotFound(err) {
+				return nil
+			}
+			return err
+		}
+		if !placement.HasGate(pod) {
+			return nil
+		}
+	}
+}

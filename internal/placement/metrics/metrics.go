@@ -1,0 +1,64 @@
+// Package metrics holds the placement mode's metrics: pods gated by the
+// webhook, how long they stayed gated, affinity written and pods released
+// without affinity (fail-open).
+package metrics
+
+import (
+	"sync"
+
+	"k8s.io/component-base/metrics"
+	"k8s.io/component-base/metrics/legacyregistry"
+)
+
+const subsystem = "archfilter_placement"
+
+// Outcomes of a gated pod, the values of GatedSeconds' outcome label.
+const (
+	OutcomeAffinityWritten = "affinity_written"
+	OutcomeUnconstrained   = "unconstrained"
+	OutcomeFailedOpen      = "failed_open"
+	OutcomeConflict        = "conflict"
+	OutcomeUnmergeable     = "unmergeable"
+	OutcomeUninstalled     = "uninstalled"
+)
+
+var (
+	// PodsGated counts pods the webhook added the gate to.
+	PodsGated = metrics.NewCounter(&metrics.CounterOpts{
+		Subsystem:      subsystem,
+		Name:           "pods_gated_total",
+		Help:           "Pods the placement webhook added the archfilter.io/placement scheduling gate to.",
+		StabilityLevel: metrics.ALPHA,
+	})
+	// GatedSeconds observes the time from a pod's creation to its gate's removal.
+	GatedSeconds = metrics.NewHistogramVec(&metrics.HistogramOpts{
+		Subsystem:      subsystem,
+		Name:           "gated_seconds",
+		Help:           "Time from a gated pod's creation to the removal of its archfilter.io/placement gate, by outcome.",
+		Buckets:        metrics.ExponentialBuckets(0.01, 2, 16),
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"outcome"})
+	// AffinityWritten counts pods whose node affinity the controller wrote.
+	AffinityWritten = metrics.NewCounter(&metrics.CounterOpts{
+		Subsystem:      subsystem,
+		Name:           "affinity_written_total",
+		Help:           "Pods whose node affinity the placement controller wrote.",
+		StabilityLevel: metrics.ALPHA,
+	})
+	// FailOpen counts pods released without added affinity, by reason.
+	FailOpen = metrics.NewCounterVec(&metrics.CounterOpts{
+		Subsystem:      subsystem,
+		Name:           "fail_open_total",
+		Help:           "Pods whose gate was removed without added affinity, by reason (resolve_failed, max_gated, conflict, unmergeable, uninstalled).",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"reason"})
+)
+
+var registerOnce sync.Once
+
+// Register adds the metrics to the legacy registry, once.
+func Register() {
+	registerOnce.Do(func() {
+		legacyregistry.MustRegister(PodsGated, GatedSeconds, AffinityWritten, FailOpen)
+	})
+}

@@ -1,0 +1,122 @@
+// Package webhook is the placement mode's mutating admission webhook: it adds
+// the archfilter.io/placement scheduling gate to new pods in scope, and
+// registers itself in the MutatingWebhookConfiguration it owns.
+package webhook
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/klog/v2"
+
+	"github.com/archfilter/archfilter/apis/annotations"
+	"github.com/archfilter/archfilter/internal/placement/metrics"
+	"github.com/archfilter/archfilter/pkg/placement"
+)
+
+// Path is where the handler is served.
+const Path = "/mutate-pods"
+
+// maxBody bounds an AdmissionReview request body.
+const maxBody = 8 << 20
+
+// Scope says which pods are gated.
+type Scope struct {
+	// ExcludedNamespaces are never gated (the webhook's namespace selector
+	// excludes them too; this is the second line).
+	ExcludedNamespaces sets.Set[string]
+	// SkipSchedulers: pods naming one of these schedulers already get
+	// ArchFilter's decisions and are not gated.
+	SkipSchedulers sets.Set[string]
+}
+
+// Handler answers AdmissionReviews for pod creation.
+type Handler struct {
+	Scope  Scope
+	Logger klog.Logger
+}
+
+// ServeHTTP decodes an AdmissionReview, decides and answers it. Anything it
+// cannot decode is allowed unchanged: the webhook never blocks a pod.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody))
+	if err != nil {
+		http.Error(w, fmt.Sprintf("reading the request: %v", err), http.StatusBadRequest)
+		return
+	}
+	var review admissionv1.AdmissionReview
+	if err := json.Unmarshal(body, &review); err != nil || review.Request == nil {
+		http.Error(w, fmt.Sprintf("decoding the AdmissionReview: %v", err), http.StatusBadRequest)
+		return
+	}
+	resp := h.Admit(review.Request)
+	resp.UID = review.Request.UID
+	out := admissionv1.AdmissionReview{TypeMeta: review.TypeMeta, Response: resp}
+	w.Header().Set("Content-Type", "application/json")
+	if err := json.NewEncoder(w).Encode(out); err != nil {
+		h.Logger.Error(err, "Writing the AdmissionReview response")
+	}
+}
+
+// Admit returns the response to one admission request: allowed, with a
+// JSON patch adding the gate when the pod is in scope.
+func (h *Handler) Admit(req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
+	allow := &admissionv1.AdmissionResponse{Allowed: true}
+	if req.Operation != admissionv1.Create || req.Kind.Kind != "Pod" || req.SubResource != "" {
+		return allow
+	}
+	var pod v1.Pod
+	if err := json.Unmarshal(req.Object.Raw, &pod); err != nil {
+		allow.Warnings = []string{fmt.Sprintf("archfilter placement: pod not gated, it could not be decoded: %v", err)}
+		return allow
+	}
+	if reason := h.skip(req.Namespace, &pod); reason != "" {
+		h.Logger.V(5).Info("Pod not gated", "namespace", req.Namespace, "name", pod.Name, "generateName", pod.GenerateName, "reason", reason)
+		return allow
+	}
+	patch, err := json.Marshal(gatePatch(&pod))
+	if err != nil {
+		return allow
+	}
+	pt := admissionv1.PatchTypeJSONPatch
+	allow.Patch, allow.PatchType = patch, &pt
+	metrics.PodsGated.Inc()
+	return allow
+}
+
+// skip names why pod is not gated, or "".
+func (h *Handler) skip(namespace string, pod *v1.Pod) string {
+	switch {
+	case h.Scope.ExcludedNamespaces.Has(namespace):
+		return "excluded namespace"
+	case pod.Spec.NodeName != "":
+		return "already bound"
+	case h.Scope.SkipSchedulers.Has(pod.Spec.SchedulerName):
+		return "scheduled by ArchFilter"
+	case placement.HasGate(pod):
+		return "already gated"
+	}
+	if skip, _ := annotations.ParseSkip(pod.Annotations[annotations.Skip]); skip {
+		return "annotation " + annotations.Skip
+	}
+	return ""
+}
+
+type patchOp struct {
+	Op    string `json:"op"`
+	Path  string `json:"path"`
+	Value any    `json:"value"`
+}
+
+func gatePatch(pod *v1.Pod) []patchOp {
+	gate := v1.PodSchedulingGate{Name: placement.GateName}
+	if len(pod.Spec.SchedulingGates) == 0 {
+		return []patchOp{{Op: "add", Path: "/spec/schedulingGates", Value: []v1.PodSchedulingGate{gate}}}
+	}
+	return []patchOp{{Op: "add", Path: "/spec/schedulingGates/-", Value: gate}}
+}

@@ -17,8 +17,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/component-base/cli/globalflag"
@@ -64,9 +65,11 @@ func Run(ctx context.Context, o *Options) error {
 	if err != nil {
 		return err
 	}
-	restConfig, err := clientcmd.BuildConfigFromFlags("", o.Kubeconfig)
-	if err != nil {
-		return fmt.Errorf("--kubeconfig: %w", err)
+	restConfig := rest.CopyConfig(o.RestConfig)
+	if restConfig == nil {
+		if restConfig, err = clientcmd.BuildConfigFromFlags("", o.Kubeconfig); err != nil {
+			return fmt.Errorf("--kubeconfig: %w", err)
+		}
 	}
 	restConfig.UserAgent = component
 	client, err := kubernetes.NewForConfig(restConfig)

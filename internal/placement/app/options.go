@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/client-go/rest"
 
 	"github.com/archfilter/archfilter/apis/config"
 	"github.com/archfilter/archfilter/apis/config/scheme"
@@ -37,6 +38,9 @@ type Options struct {
 	MetricsAddr        string
 	SkipSchedulerNames []string
 	RemoveGates        bool
+
+	// RestConfig, when set, is used instead of --kubeconfig (tests).
+	RestConfig *rest.Config
 }
 
 // NewOptions returns the defaults.

@@ -1,0 +1,144 @@
+package webhook
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	admissionv1 "k8s.io/api/admission/v1"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/klog/v2/ktesting"
+
+	"github.com/archfilter/archfilter/apis/annotations"
+	"github.com/archfilter/archfilter/pkg/placement"
+)
+
+func TestAdmit(t *testing.T) {
+	gate := v1.PodSchedulingGate{Name: placement.GateName}
+	other := v1.PodSchedulingGate{Name: "example.com/other"}
+	pod := func(mutate ...func(*v1.Pod)) *v1.Pod {
+		p := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p"}, Spec: v1.PodSpec{Containers: []v1.Container{{Name: "c", Image: "img"}}}}
+		for _, m := range mutate {
+			m(p)
+		}
+		return p
+	}
+	for _, tc := range []struct {
+		name      string
+		namespace string
+		op        admissionv1.Operation
+		pod       *v1.Pod
+		wantGates []v1.PodSchedulingGate // nil: no patch
+	}{
+		{name: "new pod is gated", namespace: "apps", op: admissionv1.Create, pod: pod(), wantGates: []v1.PodSchedulingGate{gate}},
+		{name: "gate appended to others", namespace: "apps", op: admissionv1.Create, pod: pod(func(p *v1.Pod) { p.Spec.SchedulingGates = []v1.PodSchedulingGate{other} }), wantGates: []v1.PodSchedulingGate{other, gate}},
+		{name: "excluded namespace", namespace: "kube-system", op: admissionv1.Create, pod: pod()},
+		{name: "update is not gated", namespace: "apps", op: admissionv1.Update, pod: pod()},
+		{name: "bound pod", namespace: "apps", op: admissionv1.Create, pod: pod(func(p *v1.Pod) { p.Spec.NodeName = "n" })},
+		{name: "archfilter's scheduler", namespace: "apps", op: admissionv1.Create, pod: pod(func(p *v1.Pod) { p.Spec.SchedulerName = "archfilter-scheduler" })},
+		{name: "already gated", namespace: "apps", op: admissionv1.Create, pod: pod(func(p *v1.Pod) { p.Spec.SchedulingGates = []v1.PodSchedulingGate{gate} })},
+		{name: "skip annotation", namespace: "apps", op: admissionv1.Create, pod: pod(func(p *v1.Pod) { p.Annotations = map[string]string{annotations.Skip: "true"} })},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			logger, _ := ktesting.NewTestContext(t)
+			h := &Handler{Scope: Scope{ExcludedNamespaces: sets.New("kube-system"), SkipSchedulers: sets.New("archfilter-scheduler")}, Logger: logger}
+			raw, err := json.Marshal(tc.pod)
+			if err != nil {
+				t.Fatal(err)
+			}
+			review := admissionv1.AdmissionReview{
+				TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
+				Request: &admissionv1.AdmissionRequest{
+					UID: "uid-1", Kind: metav1.GroupVersionKind{Version: "v1", Kind: "Pod"},
+					Namespace: tc.namespace, Operation: tc.op, Object: runtime.RawExtension{Raw: raw},
+				},
+			}
+			body, _ := json.Marshal(review)
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, Path, bytes.NewReader(body)))
+			if rec.Code != http.StatusOK {
+				t.Fatalf("status %d: %s", rec.Code, rec.Body)
+			}
+			var out admissionv1.AdmissionReview
+			if err := json.Unmarshal(rec.Body.Bytes(), &out); err != nil {
+				t.Fatal(err)
+			}
+			if out.Response == nil || !out.Response.Allowed || out.Response.UID != "uid-1" {
+				t.Fatalf("response %+v, want allowed with the request's UID", out.Response)
+			}
+			if tc.wantGates == nil {
+				if out.Response.Patch != nil {
+					t.Fatalf("patch %s, want none", out.Response.Patch)
+				}
+				return
+			}
+			got := applyGatePatch(t, tc.pod, out.Response.Patch)
+			if diff := cmp.Diff(tc.wantGates, got); diff != "" {
+				t.Errorf("gates (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestServeHTTPBadRequest(t *testing.T) {
+	logger, _ := ktesting.NewTestContext(t)
+	h := &Handler{Logger: logger}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, Path, bytes.NewReader([]byte("{not json"))))
+	if rec.Code != http.StatusBadRequest {
+		t.Errorf("status %d, want %d", rec.Code, http.StatusBadRequest)
+	}
+}
+
+func TestConfiguration(t *testing.T) {
+	r := Registration{Name: "cfg", URL: "https://127.0.0.1:9443", ExcludedNamespaces: sets.New("kube-system", "archfilter-system")}
+	c := r.Configuration([]byte("ca"))
+	w := c.Webhooks[0]
+	if got := *w.ClientConfig.URL; got != "https://127.0.0.1:9443"+Path {
+		t.Errorf("URL %s", got)
+	}
+	if *w.FailurePolicy != "Ignore" {
+		t.Errorf("failurePolicy %s, want Ignore", *w.FailurePolicy)
+	}
+	if diff := cmp.Diff([]string{"archfilter-system", "kube-system"}, w.NamespaceSelector.MatchExpressions[0].Values); diff != "" {
+		t.Errorf("excluded namespaces (-want,+got):\n%s", diff)
+	}
+}
+
+// applyGatePatch applies the two JSON patch forms the webhook emits (add the
+// list, append to it) and fails on anything else.
+func applyGatePatch(t *testing.T, pod *v1.Pod, patch []byte) []v1.PodSchedulingGate {
+	t.Helper()
+	var ops []struct {
+		Op    string          `json:"op"`
+		Path  string          `json:"path"`
+		Value json.RawMessage `json:"value"`
+	}
+	if err := json.Unmarshal(patch, &ops); err != nil {
+		t.Fatal(err)
+	}
+	gates := pod.Spec.SchedulingGates
+	for _, op := range ops {
+		switch {
+		case op.Op == "add" && op.Path == "/spec/schedulingGates" && gates == nil:
+			if err := json.Unmarshal(op.Value, &gates); err != nil {
+				t.Fatal(err)
+			}
+		case op.Op == "add" && op.Path == "/spec/schedulingGates/-" && gates != nil:
+			var g v1.PodSchedulingGate
+			if err := json.Unmarshal(op.Value, &g); err != nil {
+				t.Fatal(err)
+			}
+			gates = append(gates, g)
+		default:
+			t.Fatalf("unexpected patch operation %s %s on gates %v", op.Op, op.Path, gates)
+		}
+	}
+	return gates
+}

@@ -65,11 +65,11 @@ func Run(ctx context.Context, o *Options) error {
 	if err != nil {
 		return err
 	}
-	restConfig := rest.CopyConfig(o.RestConfig)
-	if restConfig == nil {
-		if restConfig, err = clientcmd.BuildConfigFromFlags("", o.Kubeconfig); err != nil {
-			return fmt.Errorf("--kubeconfig: %w", err)
-		}
+	var restConfig *rest.Config
+	if o.RestConfig != nil {
+		restConfig = rest.CopyConfig(o.RestConfig)
+	} else if restConfig, err = clientcmd.BuildConfigFromFlags("", o.Kubeconfig); err != nil {
+		return fmt.Errorf("--kubeconfig: %w", err)
 	}
 	restConfig.UserAgent = component
 	client, err := kubernetes.NewForConfig(restConfig)

@@ -181,32 +181,38 @@ func (c *cluster) scenario(ctx context.Context, t *testing.T, ns string, karpent
 // createdNodes describes the nodes Karpenter created (every node: the
 // cluster started with none), checking each has its NodeClaim.
 func (c *cluster) createdNodes(ctx context.Context) ([]string, error) {
-	claims, err := c.nodeClaims(ctx)
-	if err != nil {
-		return nil, err
-	}
-	claimed := map[string]bool{}
-	for _, cl := range claims {
-		name, _, _ := unstructured.NestedString(cl.Object, "status", "nodeName")
-		claimed[name] = true
-	}
+	// A node and its NodeClaim share the provider ID, which the claim has
+	// from launch on; lists may lag each other for a moment, hence the poll.
 	var nodes []v1.Node
-	err = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+	var orphan string
+	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		claims, err := c.nodeClaims(ctx)
+		if err != nil {
+			return false, nil
+		}
 		l, err := c.cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, nil
 		}
-		nodes = l.Items
-		return len(nodes) >= len(claims), nil
+		claimed := map[string]bool{}
+		for _, cl := range claims {
+			id, _, _ := unstructured.NestedString(cl.Object, "status", "providerID")
+			claimed[id] = true
+		}
+		nodes, orphan = l.Items, ""
+		for _, n := range nodes {
+			if !claimed[n.Spec.ProviderID] {
+				orphan = n.Name
+				return false, nil
+			}
+		}
+		return true, nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("%d NodeClaims but %d nodes: %w", len(claims), len(nodes), err)
+		return nil, fmt.Errorf("node %s has no NodeClaim with its provider ID: not created by Karpenter: %w", orphan, err)
 	}
 	var out []string
 	for _, n := range nodes {
-		if !claimed[n.Name] {
-			return nil, fmt.Errorf("node %s has no NodeClaim: not created by Karpenter", n.Name)
-		}
 		out = append(out, fmt.Sprintf("%s (%s)", n.Labels[v1.LabelInstanceTypeStable], framework.NodePlatform(&n)))
 	}
 	sort.Strings(out)

@@ -95,6 +95,7 @@ func New(opts Options) (*Controller, error) {
 	if opts.MaxGated <= 0 {
 		return nil, fmt.Errorf("max gated time %v: must be positive", opts.MaxGated)
 	}
+	metrics.Register()
 	c := &Controller{
 		opts:   opts,
 		compat: platform.NewCompat(opts.Args.Run32BitImagesOn...),

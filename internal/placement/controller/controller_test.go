@@ -12,9 +12,12 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/record"
+	basemetrics "k8s.io/component-base/metrics"
+	"k8s.io/component-base/metrics/testutil"
 	"k8s.io/klog/v2/ktesting"
 
 	"github.com/archfilter/archfilter/apis/config"
+	"github.com/archfilter/archfilter/internal/placement/metrics"
 	"github.com/archfilter/archfilter/pkg/placement"
 	"github.com/archfilter/archfilter/pkg/platform"
 	"github.com/archfilter/archfilter/pkg/resolver"
@@ -49,14 +52,15 @@ func TestSyncOutcomes(t *testing.T) {
 		wantGated    bool
 		wantArch     string // a value the written affinity must name; "" for no affinity
 		wantReason   string
+		wantFailOpen string // fail_open_total's reason label that must grow; "" for none
 	}{
 		{name: "resolved", policy: config.FailurePolicyIgnore, image: "arm", wantArch: "arm64", wantReason: ReasonPlaced},
 		{name: "32-bit image also runs on the 64-bit host", policy: config.FailurePolicyIgnore, image: "armv7", wantArch: "arm64", wantReason: ReasonPlaced},
-		{name: "Ignore: failure releases at once", policy: config.FailurePolicyIgnore, image: "missing", wantReason: ReasonFailedOpen},
+		{name: "Ignore: failure releases at once", policy: config.FailurePolicyIgnore, image: "missing", wantReason: ReasonFailedOpen, wantFailOpen: "resolve_failed"},
 		{name: "Ignore with fallbackPlatforms", policy: config.FailurePolicyIgnore, fallback: []string{"linux/amd64"}, image: "missing", wantArch: "amd64", wantReason: ReasonPlaced},
 		{name: "Fail: stays gated before max-gated", policy: config.FailurePolicyFail, image: "missing", age: maxGated / 2, wantGated: true},
-		{name: "Fail: released after max-gated", policy: config.FailurePolicyFail, image: "missing", age: maxGated + time.Second, wantReason: ReasonFailedOpen},
-		{name: "conflict", policy: config.FailurePolicyIgnore, image: "arm", nodeSelector: map[string]string{v1.LabelArchStable: "amd64"}, wantReason: ReasonConflict},
+		{name: "Fail: released after max-gated", policy: config.FailurePolicyFail, image: "missing", age: maxGated + time.Second, wantReason: ReasonFailedOpen, wantFailOpen: "max_gated"},
+		{name: "conflict", policy: config.FailurePolicyIgnore, image: "arm", nodeSelector: map[string]string{v1.LabelArchStable: "amd64"}, wantReason: ReasonConflict, wantFailOpen: "conflict"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, ctx := ktesting.NewTestContext(t)
@@ -86,6 +90,8 @@ func TestSyncOutcomes(t *testing.T) {
 			}
 			factory.Start(ctx.Done())
 			factory.WaitForCacheSync(ctx.Done())
+			written := counter(t, metrics.AffinityWritten)
+			failOpen := counter(t, metrics.FailOpen.WithLabelValues(cmpOr(tc.wantFailOpen, "resolve_failed")))
 			retry, err := c.sync(ctx, "ns/p")
 			if err != nil {
 				t.Fatal(err)
@@ -103,6 +109,12 @@ func TestSyncOutcomes(t *testing.T) {
 				}
 				return
 			}
+			if grew := counter(t, metrics.AffinityWritten) - written; (tc.wantArch != "") != (grew == 1) {
+				t.Errorf("affinity_written_total grew by %v", grew)
+			}
+			if grew := counter(t, metrics.FailOpen.WithLabelValues(cmpOr(tc.wantFailOpen, "resolve_failed"))) - failOpen; (tc.wantFailOpen != "") != (grew == 1) {
+				t.Errorf("fail_open_total{reason=%q} grew by %v", tc.wantFailOpen, grew)
+			}
 			if tc.wantArch == "" && got.Spec.Affinity != nil {
 				t.Errorf("affinity written: %v", got.Spec.Affinity)
 			}
@@ -119,4 +131,20 @@ func TestSyncOutcomes(t *testing.T) {
 			}
 		})
 	}
+}
+
+func counter(t *testing.T, c basemetrics.CounterMetric) float64 {
+	t.Helper()
+	v, err := testutil.GetCounterMetricValue(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
 }

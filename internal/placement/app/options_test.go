@@ -1,0 +1,102 @@
+package app
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/archfilter/archfilter/apis/config"
+)
+
+func TestLoadArgs(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		file     string // "" : no --args
+		insecure []string
+		check    func(*config.ArchFilterArgs) string
+		wantErr  string
+	}{
+		{
+			name: "defaults are the plugin's",
+			check: func(a *config.ArchFilterArgs) string {
+				return cmp.Diff([]string{"kube-system", "kube-public", "kube-node-lease"}, a.ExcludedNamespaces) +
+					cmp.Diff(config.FailurePolicyIgnore, a.FailurePolicy)
+			},
+		},
+		{
+			name:     "insecure registries are added",
+			file:     "failurePolicy: Fail\nregistries:\n- host: r.example\n  mirrors: [m.example]\n",
+			insecure: []string{"127.0.0.1:5000"},
+			check: func(a *config.ArchFilterArgs) string {
+				return cmp.Diff([]config.RegistryConfig{{Host: "r.example", Mirrors: []string{"m.example"}}, {Host: "127.0.0.1:5000", Insecure: true}}, a.Registries) +
+					cmp.Diff(config.FailurePolicyFail, a.FailurePolicy)
+			},
+		},
+		{name: "unknown field", file: "failurePolicyy: Fail\n", wantErr: "failurePolicyy"},
+		{name: "invalid value names the field", file: "failurePolicy: Sometimes\n", wantErr: "args.failurePolicy"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := NewOptions()
+			o.InsecureRegistries = tc.insecure
+			if tc.file != "" {
+				o.ArgsFile = filepath.Join(t.TempDir(), "args.yaml")
+				if err := os.WriteFile(o.ArgsFile, []byte("apiVersion: kubescheduler.config.k8s.io/v1\nkind: ArchFilterArgs\n"+tc.file), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			args, err := o.LoadArgs()
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("LoadArgs error = %v, want one naming %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := tc.check(args); diff != "" {
+				t.Errorf("args (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestWebhookURLAndListen(t *testing.T) {
+	for _, tc := range []struct {
+		url, listen, want, wantErr string
+	}{
+		{listen: ":9443", want: ":9443"},
+		{url: "https://127.0.0.1:8443", listen: ":9443", want: "127.0.0.1:8443"},
+		{url: "http://127.0.0.1:8443", wantErr: "want https"},
+		{url: "https://127.0.0.1", wantErr: "explicit port"},
+		{url: "https://127.0.0.1:8443/path", wantErr: "want https"},
+	} {
+		o := NewOptions()
+		o.WebhookURL, o.Listen = tc.url, tc.listen
+		got, err := o.listenAddress()
+		if tc.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("--webhook-url %q: error %v, want %q", tc.url, err, tc.wantErr)
+			}
+			continue
+		}
+		if err != nil || got != tc.want {
+			t.Errorf("--webhook-url %q --listen %q: %q, %v; want %q", tc.url, tc.listen, got, err, tc.want)
+		}
+	}
+}
+
+func TestCommandFlags(t *testing.T) {
+	cmd := NewCommand()
+	if err := cmd.ParseFlags([]string{"--kubeconfig", "/k", "--webhook-url", "https://127.0.0.1:1", "--insecure-registries", "a:1,b:2", "--cert-secret=", "--remove-gates"}); err != nil {
+		t.Fatal(err)
+	}
+	for flag, want := range map[string]string{"kubeconfig": "/k", "webhook-url": "https://127.0.0.1:1", "insecure-registries": "[a:1,b:2]", "cert-secret": "", "remove-gates": "true"} {
+		if got := cmd.Flags().Lookup(flag).Value.String(); got != want {
+			t.Errorf("--%s = %q, want %q", flag, got, want)
+		}
+	}
+}

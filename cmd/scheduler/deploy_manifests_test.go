@@ -124,7 +124,7 @@ func TestManifestsKubeadmReplacement(t *testing.T) {
 // applies it), except the kubeadm node files, which are copied by hand.
 func TestManifestsNoStrayFiles(t *testing.T) {
 	read := map[string]bool{}
-	for _, dir := range []string{"manifests/base", manifests.SecondaryOverlay, manifests.SecondaryK8s134Overlay, manifests.KubeadmOverlay} {
+	for _, dir := range []string{"manifests/base", manifests.SecondaryOverlay, manifests.SecondaryK8s134Overlay, manifests.KubeadmOverlay, "manifests/overlays/placement"} {
 		_, files, err := manifests.Load(manifests.Path(dir))
 		if err != nil {
 			t.Fatal(err)

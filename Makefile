@@ -226,8 +226,8 @@ e2e-node: build-main ## A real linux/amd64 node (kubelet, Debian's containerd an
 	TRIMPATH="$(TRIMPATH)" ARCHFILTER_SCHEDULER_BINARY=$(abspath $(BINARY)) hack/node/e2e-node.sh
 
 .PHONY: e2e-karpenter
-e2e-karpenter: build-main ## The placement mode with a real autoscaler: Karpenter's KWOK provider (built from the module proxy, hack/karpenter) creating nodes for an arm64-only Deployment, mode off and on (test/karpenter).
-	ARCHFILTER_SCHEDULER_BINARY=$(abspath $(BINARY)) GOTESTFLAGS="$(GOTESTFLAGS)" hack/karpenter/e2e.sh
+e2e-karpenter: build-main build-placement ## The placement mode with a real autoscaler: Karpenter's KWOK provider (built from the module proxy, hack/karpenter) creating nodes for an arm64-only Deployment, mode off and on, then the uninstall (test/karpenter).
+	ARCHFILTER_SCHEDULER_BINARY=$(abspath $(BINARY)) PLACEMENT_BIN=$(abspath $(BIN_DIR))/archfilter-placement GOTESTFLAGS="$(GOTESTFLAGS)" hack/karpenter/e2e.sh
 
 .PHONY: test-readme
 test-readme: build-main ## Run README.md's shell blocks as written (make demo, kubectl against its cluster; test/readme), then make demo-down.

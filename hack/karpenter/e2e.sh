@@ -4,11 +4,13 @@
 # that starts with no nodes and runs the upstream default scheduler profile
 # (bin/archfilter-scheduler without a config is plain kube-scheduler), with
 # the e2e registries on their own loopback ports. Builds what is missing
-# (hack/cluster/tools.sh, hack/karpenter/tools.sh, and the placement
-# companion once cmd/archfilter-placement exists), runs the test, and removes
-# the cluster and registries (E2E_KEEP_CLUSTER=1 keeps them).
+# (hack/cluster/tools.sh, hack/karpenter/tools.sh, the placement companion),
+# runs the test, and removes the cluster and registries (E2E_KEEP_CLUSTER=1
+# keeps them).
 #
-# Environment: GOTESTFLAGS, E2E_TIMEOUT (default 10m), E2E_KEEP_CLUSTER.
+# Environment: GOTESTFLAGS, E2E_TIMEOUT (default 10m), E2E_KEEP_CLUSTER,
+# PLACEMENT_BIN (default bin/archfilter-placement, built here),
+# ARCHFILTER_SCHEDULER_BINARY (hack/cluster/lib.sh).
 set -euo pipefail
 export CLUSTER_NAME=${CLUSTER_NAME:-archfilter-karpenter}
 export REGISTRY_SET=${REGISTRY_SET:-karpenter}
@@ -20,14 +22,15 @@ source "$(dirname "${BASH_SOURCE[0]}")/../cluster/lib.sh"
 start=$(date +%s)
 "$ROOT/hack/karpenter/tools.sh"
 eval "$("$ROOT/hack/karpenter/tools.sh" --print)"
-placement_bin=
-if [[ -d $ROOT/cmd/archfilter-placement ]]; then
+# The placement companion: make e2e-karpenter passes bin/archfilter-placement
+# (make build-placement); run alone, the script builds it the same way.
+placement_bin=${PLACEMENT_BIN:-}
+if [[ -z $placement_bin ]]; then
   placement_bin=$ROOT/bin/archfilter-placement
-  log "building $placement_bin (incremental)"
-  (cd "$ROOT" && CGO_ENABLED=0 $NICE go build -o "$placement_bin" ./cmd/archfilter-placement)
-else
-  warn "cmd/archfilter-placement is not in this tree: the placement-mode-on scenario will be skipped"
+  log "building $placement_bin (make build-placement; incremental)"
+  (cd "$ROOT" && $NICE make --no-print-directory build-placement >/dev/null)
 fi
+[[ -x $placement_bin ]] || die "PLACEMENT_BIN=$placement_bin is not an executable"
 
 cleanup() {
   if [[ -n ${E2E_KEEP_CLUSTER:-} ]]; then

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
@@ -25,16 +24,10 @@ const (
 	placementWebhook = "archfilter-placement"
 )
 
-// placementBinary is cmd/archfilter-placement's binary, PLACEMENT_BIN. Until
-// the tree has it, hack/karpenter/e2e.sh leaves PLACEMENT_BIN unset and the
-// caller is skipped, saying so.
+// placementBinary is cmd/archfilter-placement's binary, PLACEMENT_BIN.
 func placementBinary(t *testing.T) string {
 	t.Helper()
-	bin := os.Getenv("PLACEMENT_BIN")
-	if bin == "" {
-		t.Skip("the placement mode is not built: cmd/archfilter-placement is not in this tree yet (hack/karpenter/e2e.sh builds it once it is)")
-	}
-	return bin
+	return env(t, "PLACEMENT_BIN")
 }
 
 // startPlacement runs the placement mode's companion as a host process

@@ -12,8 +12,12 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	clientset "k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 	testutils "k8s.io/kubernetes/test/integration/util"
 
@@ -22,6 +26,7 @@ import (
 	"github.com/archfilter/archfilter/internal/registrytest"
 	"github.com/archfilter/archfilter/pkg/placement"
 	"github.com/archfilter/archfilter/pkg/podplatform"
+	"github.com/archfilter/archfilter/test/manifests"
 )
 
 // placementCluster is an apiserver with the stock scheduler (default
@@ -47,15 +52,74 @@ func startPlacementCluster(t *testing.T, args string) *placementCluster {
 		t.Fatal(err)
 	}
 	o := app.NewOptions()
-	o.RestConfig = testCtx.KubeConfig
+	// The companion runs as the overlay's ServiceAccount with the overlay's
+	// RBAC, so the test fails if manifests/overlays/placement lacks a
+	// permission the code uses. Its certificate goes into the overlay's
+	// namespace, in the Secret its Role names.
+	o.RestConfig = rest.CopyConfig(testCtx.KubeConfig)
+	o.RestConfig.Impersonate = rest.ImpersonationConfig{UserName: applyPlacementRBAC(t, testCtx.ClientSet)}
 	o.ArgsFile = argsFile
 	o.WebhookURL = "https://" + freeLoopbackAddr(t)
-	o.Namespace = testCtx.NS.Name + "-placement" // does not exist: certificate in memory
+	o.Namespace = metav1.NamespaceSystem
 	o.MaxGated = 20 * time.Second
 	pc := &placementCluster{cluster: &cluster{t: t, ctx: testCtx.Ctx, cs: testCtx.ClientSet, ns: testCtx.NS.Name}, opts: o}
 	pc.start()
 	t.Cleanup(pc.shutdown)
 	return pc
+}
+
+// applyPlacementRBAC creates manifests/overlays/placement's ServiceAccount and
+// RBAC objects and returns the ServiceAccount's user name.
+func applyPlacementRBAC(t *testing.T, cs clientset.Interface) string {
+	t.Helper()
+	objs, _, err := manifests.Load(manifests.Path("manifests/overlays/placement"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	eventually := func(what string, create func() error) {
+		// kube-system appears shortly after the apiserver starts.
+		err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+			err := create()
+			return err == nil || apierrors.IsAlreadyExists(err), nil
+		})
+		if err != nil {
+			t.Fatalf("creating %s: %v", what, err)
+		}
+	}
+	user := ""
+	for _, sa := range manifests.Of[*v1.ServiceAccount](objs) {
+		eventually("ServiceAccount "+sa.Name, func() error {
+			_, err := cs.CoreV1().ServiceAccounts(sa.Namespace).Create(ctx, sa, metav1.CreateOptions{})
+			return err
+		})
+		user = "system:serviceaccount:" + sa.Namespace + ":" + sa.Name
+	}
+	for _, r := range manifests.Of[*rbacv1.ClusterRole](objs) {
+		eventually("ClusterRole "+r.Name, func() error { _, err := cs.RbacV1().ClusterRoles().Create(ctx, r, metav1.CreateOptions{}); return err })
+	}
+	for _, b := range manifests.Of[*rbacv1.ClusterRoleBinding](objs) {
+		eventually("ClusterRoleBinding "+b.Name, func() error {
+			_, err := cs.RbacV1().ClusterRoleBindings().Create(ctx, b, metav1.CreateOptions{})
+			return err
+		})
+	}
+	for _, r := range manifests.Of[*rbacv1.Role](objs) {
+		eventually("Role "+r.Name, func() error {
+			_, err := cs.RbacV1().Roles(r.Namespace).Create(ctx, r, metav1.CreateOptions{})
+			return err
+		})
+	}
+	for _, b := range manifests.Of[*rbacv1.RoleBinding](objs) {
+		eventually("RoleBinding "+b.Name, func() error {
+			_, err := cs.RbacV1().RoleBindings(b.Namespace).Create(ctx, b, metav1.CreateOptions{})
+			return err
+		})
+	}
+	if user == "" {
+		t.Fatal("manifests/overlays/placement has no ServiceAccount")
+	}
+	return user
 }
 
 func freeLoopbackAddr(t *testing.T) string {

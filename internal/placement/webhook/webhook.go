@@ -85,7 +85,9 @@ func (h *Handler) Admit(req *admissionv1.AdmissionRequest) *admissionv1.Admissio
 	}
 	pt := admissionv1.PatchTypeJSONPatch
 	allow.Patch, allow.PatchType = patch, &pt
-	metrics.PodsGated.Inc()
+	if req.DryRun == nil || !*req.DryRun {
+		metrics.PodsGated.Inc()
+	}
 	return allow
 }
 

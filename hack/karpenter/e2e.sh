@@ -33,6 +33,14 @@ fi
 [[ -x $placement_bin ]] || die "PLACEMENT_BIN=$placement_bin is not an executable"
 
 cleanup() {
+  # Processes the test started and could not stop (it was killed): their
+  # pids are in the log directory (test/karpenter's track).
+  local pidfile
+  for pidfile in "$ARCHFILTER_CACHE"/karpenter-e2e/*.pid; do
+    [[ -f $pidfile ]] || continue
+    kill "$(cat "$pidfile")" 2>/dev/null || true
+    rm -f "$pidfile"
+  done
   if [[ -n ${E2E_KEEP_CLUSTER:-} ]]; then
     log "E2E_KEEP_CLUSTER is set: leaving $CLUSTER_NAME and its registries up (CLUSTER_NAME=$CLUSTER_NAME REGISTRY_SET=$REGISTRY_SET hack/cluster/down.sh --all)"
     return

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -65,7 +66,11 @@ func newCluster(t *testing.T) *cluster {
 		t.Fatalf("kubeconfig %s: %v", kubeconfig, err)
 	}
 	cfg.QPS, cfg.Burst = 50, 100
-	logDir := filepath.Join(framework.RepoRoot(), ".cache", "karpenter-e2e")
+	cache := os.Getenv("ARCHFILTER_CACHE") // hack/cluster/lib.sh's
+	if cache == "" {
+		cache = filepath.Join(framework.RepoRoot(), ".cache")
+	}
+	logDir := filepath.Join(cache, "karpenter-e2e")
 	if err := os.MkdirAll(logDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -178,7 +183,7 @@ func (c *cluster) installKarpenter(ctx context.Context, t *testing.T) *framework
 	if err != nil {
 		t.Fatalf("starting Karpenter: %v", err)
 	}
-	t.Cleanup(p.Stop)
+	c.track(t, p, "karpenter")
 	return p
 }
 
@@ -224,4 +229,19 @@ func (c *cluster) removeCapacity(ctx context.Context) error {
 		return fmt.Errorf("%d NodeClaims and %d nodes left: %w", len(claims), left, err)
 	}
 	return nil
+}
+
+// track stops p when the test ends and, for the case the test binary dies
+// first (a timeout), leaves its pid in the log directory, where
+// hack/karpenter/e2e.sh ends it.
+func (c *cluster) track(t *testing.T, p *framework.Process, name string) {
+	t.Helper()
+	pidFile := filepath.Join(c.logDir, name+".pid")
+	if err := os.WriteFile(pidFile, []byte(strconv.Itoa(p.PID())), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		p.Stop()
+		_ = os.Remove(pidFile)
+	})
 }

@@ -54,7 +54,7 @@ func startPlacement(ctx context.Context, t *testing.T, c *cluster) *framework.Pr
 	if err != nil {
 		t.Fatalf("starting the placement companion: %v", err)
 	}
-	t.Cleanup(p.Stop)
+	c.track(t, p, "placement")
 	// Ready when its webhook listens where --webhook-url says; a companion
 	// that exits (a flag it does not know, say) fails here, with its log.
 	addr := fmt.Sprintf("127.0.0.1:%d", port)

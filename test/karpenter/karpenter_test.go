@@ -173,7 +173,11 @@ func (c *cluster) scenario(ctx context.Context, t *testing.T, ns string, karpent
 			o.onARM64++
 		}
 	}
-	fmt.Printf("\n--- %s: %s after %s (waiting: %v)\n", ns, o.verdict(), o.took.Round(time.Second), waitErr)
+	note := ""
+	if waitErr != nil {
+		note = " (not every replica bound: " + waitErr.Error() + ")"
+	}
+	fmt.Printf("\n--- %s: %s after %s%s\n", ns, o.verdict(), o.took.Round(time.Second), note)
 	framework.PrintTable(os.Stdout, o.rows)
 	return o
 }

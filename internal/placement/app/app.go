@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -15,12 +16,15 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/component-base/cli/globalflag"
 	"k8s.io/component-base/metrics/legacyregistry"
@@ -96,6 +100,9 @@ func Run(ctx context.Context, o *Options) error {
 	if err != nil {
 		return err
 	}
+	// Everything started below stops when Run returns, error or not.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	cm, err := o.certManager(ctx, client, reg)
 	if err != nil {
 		return err
@@ -138,7 +145,8 @@ func Run(ctx context.Context, o *Options) error {
 	if err != nil {
 		return fmt.Errorf("webhook listener: %w", err)
 	}
-	errc := make(chan error, 2)
+	// Every goroutine below sends at most once: none blocks at shutdown.
+	errc := make(chan error, 4)
 	go func() { errc <- srv.ServeTLS(ln, "", "") }()
 	if o.MetricsAddr != "" {
 		mmux := http.NewServeMux()
@@ -150,7 +158,17 @@ func Run(ctx context.Context, o *Options) error {
 	}
 	factory.Start(ctx.Done())
 	defer factory.Shutdown()
-	go func() { errc <- ctrl.Run(ctx) }()
+	if o.LeaderElect {
+		released, err := o.runLeading(ctx, client, recorder, ctrl.Run, errc)
+		if err != nil {
+			return err
+		}
+		// The Lease is released before Run returns, so a successor takes
+		// over at once rather than after the lease duration.
+		defer func() { cancel(); <-released }()
+	} else {
+		go func() { errc <- ctrl.Run(ctx) }()
+	}
 	logger.Info("Placement mode running", "webhook", addr, "webhookConfiguration", reg.Name, "maxGated", o.MaxGated, "failurePolicy", args.FailurePolicy)
 
 	select {
@@ -224,4 +242,44 @@ func uninstall(ctx context.Context, client kubernetes.Interface, reg webhook.Reg
 	}
 	logger.Info("Placement mode uninstalled", "webhookConfiguration", reg.Name, "podsReleased", total)
 	return nil
+}
+
+// runLeading runs the controller while this replica holds the Lease; a
+// replica that loses it exits (errc), to be restarted as a follower.
+func (o *Options) runLeading(ctx context.Context, client kubernetes.Interface, recorder record.EventRecorder, run func(context.Context) error, errc chan<- error) (<-chan struct{}, error) {
+	host, err := os.Hostname()
+	if err != nil {
+		return nil, fmt.Errorf("leader election identity: %w", err)
+	}
+	lock, err := resourcelock.New(resourcelock.LeasesResourceLock, o.Namespace, o.LeaseName,
+		client.CoreV1(), client.CoordinationV1(),
+		resourcelock.ResourceLockConfig{Identity: host + "_" + string(uuid.NewUUID()), EventRecorder: recorder})
+	if err != nil {
+		return nil, fmt.Errorf("leader election lock %s/%s: %w", o.Namespace, o.LeaseName, err)
+	}
+	le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+		Lock:            lock,
+		LeaseDuration:   15 * time.Second,
+		RenewDeadline:   10 * time.Second,
+		RetryPeriod:     2 * time.Second,
+		ReleaseOnCancel: true,
+		Name:            o.LeaseName,
+		Callbacks: leaderelection.LeaderCallbacks{
+			OnStartedLeading: func(ctx context.Context) { errc <- run(ctx) },
+			OnStoppedLeading: func() {
+				if ctx.Err() == nil {
+					errc <- fmt.Errorf("lost the Lease %s/%s", o.Namespace, o.LeaseName)
+				}
+			},
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	released := make(chan struct{})
+	go func() {
+		defer close(released)
+		le.Run(ctx)
+	}()
+	return released, nil
 }

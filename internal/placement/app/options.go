@@ -38,6 +38,8 @@ type Options struct {
 	MetricsAddr        string
 	SkipSchedulerNames []string
 	RemoveGates        bool
+	LeaderElect        bool
+	LeaseName          string
 
 	// RestConfig, when set, is used instead of --kubeconfig (tests).
 	RestConfig *rest.Config
@@ -60,6 +62,7 @@ func NewOptions() *Options {
 		MaxGated:           2 * time.Minute,
 		Workers:            4,
 		SkipSchedulerNames: []string{"archfilter-scheduler"},
+		LeaseName:          "archfilter-placement",
 	}
 }
 
@@ -80,6 +83,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.Workers, "workers", o.Workers, "pods handled in parallel")
 	fs.StringVar(&o.MetricsAddr, "metrics-addr", o.MetricsAddr, "address for /metrics and /healthz; empty disables")
 	fs.StringSliceVar(&o.SkipSchedulerNames, "skip-scheduler-names", o.SkipSchedulerNames, "pods naming one of these schedulers are not gated (they run ArchFilter already)")
+	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "run the controller only in the replica holding the Lease --lease-name in --namespace (every replica serves the webhook)")
+	fs.StringVar(&o.LeaseName, "lease-name", o.LeaseName, "the Lease --leader-elect uses")
 	fs.BoolVar(&o.RemoveGates, "remove-gates", o.RemoveGates, "uninstall: delete the webhook configuration, remove the gate from every pod, exit")
 }
 

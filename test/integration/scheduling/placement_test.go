@@ -61,6 +61,7 @@ func startPlacementCluster(t *testing.T, args string) *placementCluster {
 	o.ArgsFile = argsFile
 	o.WebhookURL = "https://" + freeLoopbackAddr(t)
 	o.Namespace = metav1.NamespaceSystem
+	o.LeaderElect = true // the overlay's setting, with its Lease RBAC
 	o.MaxGated = 20 * time.Second
 	pc := &placementCluster{cluster: &cluster{t: t, ctx: testCtx.Ctx, cs: testCtx.ClientSet, ns: testCtx.NS.Name}, opts: o}
 	pc.start()

@@ -59,7 +59,7 @@ help: ## Show this help.
 ##@ Build
 
 .PHONY: build
-build: build-main build-k8s1.34 build-placement ## Build both flavours: bin/archfilter-scheduler (main line) and bin/archfilter-scheduler-k8s1.34, and bin/archfilter-placement.
+build: build-main build-k8s1.34 build-placement build-cli ## Build both flavours: bin/archfilter-scheduler (main line) and bin/archfilter-scheduler-k8s1.34, bin/archfilter-placement and bin/kubectl-archfilter.
 
 .PHONY: build-main
 build-main: ## Build bin/archfilter-scheduler: the main line, Kubernetes $(KUBE_VERSION) (static, version-stamped).
@@ -68,6 +68,10 @@ build-main: ## Build bin/archfilter-scheduler: the main line, Kubernetes $(KUBE_
 .PHONY: build-placement
 build-placement: ## Build bin/archfilter-placement: the placement mode's companion (main line; docs/placement.md).
 	CGO_ENABLED=0 $(GO) build $(TRIMPATH) -ldflags "$(LDFLAGS)" -o $(BIN_DIR)/archfilter-placement ./cmd/archfilter-placement
+
+.PHONY: build-cli
+build-cli: ## Build bin/kubectl-archfilter: the kubectl plugin (docs/kubectl-plugin.md).
+	CGO_ENABLED=0 $(GO) build $(TRIMPATH) -ldflags "$(LDFLAGS)" -o $(BIN_DIR)/kubectl-archfilter ./cmd/kubectl-archfilter
 
 .PHONY: build-k8s1.34
 build-k8s1.34: ## Build bin/archfilter-scheduler-k8s1.34: Kubernetes $(KUBE_VERSION_K8S134) with every sigs.k8s.io/scheduler-plugins plugin.

@@ -1,0 +1,172 @@
+package kubectlplugin
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/archfilter/archfilter/pkg/platform"
+	"github.com/archfilter/archfilter/pkg/resolver"
+	"github.com/archfilter/archfilter/pkg/resolver/credentials"
+	"github.com/archfilter/archfilter/pkg/resolver/transport"
+)
+
+// registryFlags are how the commands that resolve images reach registries.
+type registryFlags struct {
+	insecure     []string // hosts reached without TLS verification, or over plain HTTP
+	cas          []string // HOST=FILE
+	pullSecret   string   // ns/name
+	dockerConfig string
+	timeout      time.Duration
+	run32Bit     []string
+}
+
+func (f *registryFlags) add(cmd *cobra.Command) {
+	fs := cmd.Flags()
+	fs.StringSliceVar(&f.insecure, "insecure-registry", nil, "registry HOST[:PORT] reached without TLS verification or over plain HTTP (repeatable), as a node runtime's insecure registry")
+	fs.StringSliceVar(&f.cas, "registry-ca", nil, "HOST[:PORT]=FILE: a PEM bundle trusted for that registry only (repeatable)")
+	fs.StringVar(&f.pullSecret, "pull-secret", "", "NAMESPACE/NAME of a pull secret in the cluster to try after the docker config (needs list on secrets in NAMESPACE)")
+	fs.StringVar(&f.dockerConfig, "docker-config", "", "docker config.json with registry credentials (default: $DOCKER_CONFIG/config.json, else ~/.docker/config.json, when it exists)")
+	fs.DurationVar(&f.timeout, "timeout", resolver.DefaultResolveTimeout, "time limit for resolving one image")
+	fs.StringSliceVar(&f.run32Bit, "run-32bit", nil, "host architectures that run their 32-bit counterpart's images ("+platform.AMD64Runs386+", "+platform.ARM64RunsARM+"), as ArchFilterArgs.run32BitImagesOn")
+}
+
+func (f *registryFlags) compat() (platform.Compat, error) {
+	for _, h := range f.run32Bit {
+		if h != platform.AMD64Runs386 && h != platform.ARM64RunsARM {
+			return platform.Compat{}, fmt.Errorf("--run-32bit %q: want %s or %s", h, platform.AMD64Runs386, platform.ARM64RunsARM)
+		}
+	}
+	return platform.NewCompat(f.run32Bit...), nil
+}
+
+// session is one command's resolver and the credentials every request uses.
+type session struct {
+	resolver    *resolver.Resolver
+	credentials resolver.Credentials
+	timeout     time.Duration
+	// problems are credential sources that could not be used (missing secret...).
+	problems []string
+}
+
+func (s *session) resolve(ctx context.Context, image string) resolver.Result {
+	ctx, cancel := context.WithTimeout(ctx, s.timeout+time.Second)
+	defer cancel()
+	return s.resolver.Resolve(ctx, resolver.Request{Image: image, Credentials: s.credentials})
+}
+
+// newSession builds the transport (address guard, TLS per registry), the resolver and
+// the credentials from the flags. The cluster is only contacted for --pull-secret.
+func (f *registryFlags) newSession(ctx context.Context, kube *genericclioptions.ConfigFlags) (*session, error) {
+	var registries []transport.Registry
+	for _, h := range f.insecure {
+		registries = append(registries, transport.Registry{Host: h, Insecure: true})
+	}
+	for _, hf := range f.cas {
+		host, file, ok := strings.Cut(hf, "=")
+		if !ok || host == "" || file == "" {
+			return nil, fmt.Errorf("--registry-ca %q: want HOST=FILE", hf)
+		}
+		registries = append(registries, transport.Registry{Host: host, CAFile: file})
+	}
+	tr, err := transport.New(transport.Options{Registries: registries})
+	if err != nil {
+		return nil, fmt.Errorf("--insecure-registry/--registry-ca: %w", err)
+	}
+	r, err := resolver.New(resolver.Options{
+		ResolveTimeout: f.timeout,
+		Transport:      tr.RoundTripper(),
+		Endpoints:      tr.Endpoints,
+	})
+	if err != nil {
+		return nil, err
+	}
+	creds, problems, err := f.credentials(ctx, kube)
+	if err != nil {
+		return nil, err
+	}
+	return &session{resolver: r, credentials: creds, timeout: f.timeout, problems: problems}, nil
+}
+
+// credentials reuses the scheduler's credential store: the docker config file, and the
+// pull secret as the store's global pull secret, read through an informer limited to
+// its namespace. Without --pull-secret the store watches an empty fake clientset, so
+// no cluster is needed.
+func (f *registryFlags) credentials(ctx context.Context, kube *genericclioptions.ConfigFlags) (resolver.Credentials, []string, error) {
+	opts := credentials.Options{DockerConfigFile: f.dockerConfigPath()}
+	var client kubernetes.Interface = fake.NewClientset()
+	factoryOpts := []informers.SharedInformerOption{}
+	ns := metav1.NamespaceDefault
+	if f.pullSecret != "" {
+		secretNS, name, ok := strings.Cut(f.pullSecret, "/")
+		if !ok || secretNS == "" || name == "" {
+			return nil, nil, fmt.Errorf("--pull-secret %q: want NAMESPACE/NAME", f.pullSecret)
+		}
+		cfg, err := kube.ToRESTConfig()
+		if err != nil {
+			return nil, nil, fmt.Errorf("--pull-secret %s: kubeconfig: %w", f.pullSecret, err)
+		}
+		if client, err = kubernetes.NewForConfig(cfg); err != nil {
+			return nil, nil, fmt.Errorf("--pull-secret %s: %w", f.pullSecret, err)
+		}
+		ns = secretNS
+		factoryOpts = append(factoryOpts, informers.WithNamespace(ns))
+		opts.GlobalPullSecret = &types.NamespacedName{Namespace: ns, Name: name}
+	}
+	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, factoryOpts...)
+	store, err := credentials.NewStore(factory, opts)
+	if err != nil {
+		return nil, nil, fmt.Errorf("credentials: %w", err)
+	}
+	factory.Start(ctx.Done())
+	for typ, ok := range factory.WaitForCacheSync(ctx.Done()) {
+		if !ok {
+			return nil, nil, fmt.Errorf("credentials: reading %v from the cluster did not finish", typ)
+		}
+	}
+	// The store answers per pod: a pod in the secret's namespace with no pull secrets of
+	// its own gets the docker config and the global pull secret.
+	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "kubectl-archfilter"}}
+	creds := store.ForPod(pod)
+	var problems []string
+	if pc, ok := creds.(*credentials.PodCredentials); ok {
+		for _, p := range pc.Problems() {
+			// The stand-in pod's service account is not a source the user asked for.
+			if !strings.HasPrefix(p, "serviceaccount ") {
+				problems = append(problems, p)
+			}
+		}
+	}
+	return creds, problems, nil
+}
+
+func (f *registryFlags) dockerConfigPath() string {
+	if f.dockerConfig != "" {
+		return f.dockerConfig
+	}
+	dir := os.Getenv("DOCKER_CONFIG")
+	if dir == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return ""
+		}
+		dir = filepath.Join(home, ".docker")
+	}
+	p := filepath.Join(dir, "config.json")
+	if _, err := os.Stat(p); err != nil {
+		return ""
+	}
+	return p
+}

@@ -1,0 +1,90 @@
+// Package kubectlplugin is the kubectl archfilter command: it answers, from registry
+// manifests through pkg/resolver, which platforms images and workloads run on. The
+// binary in cmd/kubectl-archfilter only calls NewCommand.
+package kubectlplugin
+
+import (
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+)
+
+// Exit statuses. Input errors win over failed checks, so a CI job can tell a broken
+// manifest from a workload that does not fit.
+const (
+	ExitFailed     = 1 // an image could not be resolved, or a workload failed the check
+	ExitInputError = 2 // a flag, file or document could not be read
+)
+
+// ExitError carries the exit status for main; the details were already printed per item.
+type ExitError struct {
+	Code int
+	Msg  string
+}
+
+func (e *ExitError) Error() string { return e.Msg }
+
+// ExitCode returns the exit status for err: 0 for nil, ExitError's Code, else 1.
+func ExitCode(err error) int {
+	if err == nil {
+		return 0
+	}
+	var ee *ExitError
+	if errors.As(err, &ee) {
+		return ee.Code
+	}
+	return 1
+}
+
+// NewCommand returns the kubectl-archfilter root command.
+func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
+	kube := genericclioptions.NewConfigFlags(true)
+	cmd := &cobra.Command{
+		Use:           "kubectl-archfilter",
+		Short:         "Which platforms images and workloads run on, from their registry manifests",
+		Annotations:   map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl archfilter"},
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	cmd.SetIn(streams.In)
+	cmd.SetOut(streams.Out)
+	cmd.SetErr(streams.ErrOut)
+	kube.AddFlags(cmd.PersistentFlags())
+	cmd.AddCommand(newInspectCommand(kube, streams))
+	return cmd
+}
+
+// outputFormat is the -o flag's value.
+type outputFormat string
+
+const (
+	outputTable outputFormat = "table"
+	outputJSON  outputFormat = "json"
+	outputYAML  outputFormat = "yaml"
+)
+
+func addOutputFlag(cmd *cobra.Command, p *string, formats ...outputFormat) {
+	names := make([]string, len(formats))
+	for i, f := range formats {
+		names[i] = string(f)
+	}
+	cmd.Flags().StringVarP(p, "output", "o", string(formats[0]), fmt.Sprintf("output format: %v", names))
+	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(names, cobra.ShellCompDirectiveNoFileComp))
+}
+
+func checkOutput(o string, formats ...outputFormat) error {
+	for _, f := range formats {
+		if o == string(f) {
+			return nil
+		}
+	}
+	return &ExitError{Code: ExitInputError, Msg: fmt.Sprintf("--output %q: want one of %v", o, formats)}
+}
+
+func writeLine(w io.Writer, format string, args ...any) {
+	fmt.Fprintf(w, format+"\n", args...)
+}

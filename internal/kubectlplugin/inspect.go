@@ -3,6 +3,7 @@ package kubectlplugin
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/sync/errgroup"
@@ -10,6 +11,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/archfilter/archfilter/pkg/platform"
+	"github.com/archfilter/archfilter/pkg/resolver"
 )
 
 // maxConcurrentImages bounds the resolutions one command runs at a time.
@@ -50,7 +52,7 @@ artifact or data-only image shows "any".`,
 			for _, p := range s.problems {
 				writeLine(streams.ErrOut, "warning: credentials: %s", p)
 			}
-			views := resolveImages(cmd.Context(), s, args)
+			views := imageViews(args, resolveAll(cmd.Context(), s, args))
 			return printImages(streams, outputFormat(output), views)
 		},
 	}
@@ -59,24 +61,39 @@ artifact or data-only image shows "any".`,
 	return cmd
 }
 
-// resolveImages resolves images concurrently, keeping their order.
-func resolveImages(ctx context.Context, s *session, images []string) []imageView {
-	views := make([]imageView, len(images))
-	var g errgroup.Group
+// resolveAll resolves the distinct images concurrently, at most maxConcurrentImages at a
+// time.
+func resolveAll(ctx context.Context, s *session, images []string) map[string]resolver.Result {
+	results := make(map[string]resolver.Result, len(images))
+	var (
+		mu sync.Mutex
+		g  errgroup.Group
+	)
 	g.SetLimit(maxConcurrentImages)
-	for i, image := range images {
+	for _, image := range images {
 		g.Go(func() error {
 			res := s.resolve(ctx, image)
-			views[i] = imageView{Image: image, Digest: res.Digest}
-			if res.Err != nil {
-				views[i].Error = res.Err.Error()
-				return nil
-			}
-			views[i].setView = viewOf(res.Platforms)
+			mu.Lock()
+			results[image] = res
+			mu.Unlock()
 			return nil
 		})
 	}
 	_ = g.Wait()
+	return results
+}
+
+func imageViews(images []string, results map[string]resolver.Result) []imageView {
+	views := make([]imageView, len(images))
+	for i, image := range images {
+		res := results[image]
+		views[i] = imageView{Image: image, Digest: res.Digest}
+		if res.Err != nil {
+			views[i].Error = res.Err.Error()
+		} else {
+			views[i].setView = viewOf(res.Platforms)
+		}
+	}
 	return views
 }
 

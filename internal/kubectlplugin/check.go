@@ -1,0 +1,261 @@
+package kubectlplugin
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/archfilter/archfilter/pkg/placement"
+	"github.com/archfilter/archfilter/pkg/platform"
+	"github.com/archfilter/archfilter/pkg/podplatform"
+	"github.com/archfilter/archfilter/pkg/resolver"
+)
+
+// workloadImage is one image of a workload and what its registry says.
+type workloadImage struct {
+	Kind      podplatform.ContainerKind `json:"kind"`
+	Container string                    `json:"container"`
+	Image     string                    `json:"image"`
+	Digest    string                    `json:"digest,omitempty"`
+	setView
+	Error string `json:"error,omitempty"`
+}
+
+// workloadView is what check prints for one workload.
+type workloadView struct {
+	Source    string `json:"source"`
+	Kind      string `json:"kind"`
+	Namespace string `json:"namespace,omitempty"`
+	Name      string `json:"name"`
+	// Platforms are those every image runs on, within the workload's own os/arch
+	// constraints.
+	Platforms setView `json:"platforms"`
+	// Blocking says what leaves no platform: the image that empties the intersection of
+	// the images before it, or the workload's own constraints.
+	Blocking string `json:"blocking,omitempty"`
+	// Unsupported are the --platforms it cannot run on.
+	Unsupported []string        `json:"unsupported,omitempty"`
+	Images      []workloadImage `json:"images"`
+	Affinity    *v1.Affinity    `json:"affinity,omitempty"`
+	Failed      bool            `json:"failed"`
+
+	allowed platform.Set
+}
+
+type checkOptions struct {
+	files        []string
+	platforms    string
+	emitAffinity bool
+	output       string
+	reg          registryFlags
+}
+
+func newCheckCommand(kube *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+	var o checkOptions
+	cmd := &cobra.Command{
+		Use:   "check -f FILE|DIR|-",
+		Short: "Check that every workload's images share a platform (no cluster needed)",
+		Long: `Read Pods, Deployments, StatefulSets, DaemonSets, ReplicaSets, Jobs and CronJobs
+(multi-document YAML or JSON, v1 Lists included) from files, directories or stdin,
+resolve every image of each pod template and print the platforms the workload can
+run on: those all its images share, within its own nodeSelector, spec.os and
+required node affinity. Other known kinds are skipped.
+
+Exit status: 2 when a file or document could not be read (unknown kind, malformed),
+else 1 when a workload's images share no platform, an image could not be resolved,
+or a workload cannot run on one of --platforms; 0 otherwise.`,
+		Example: `  helm template ./chart | kubectl archfilter check -f - --platforms linux/amd64,linux/arm64
+  kubectl archfilter check -f manifests/ --emit-affinity`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return o.run(cmd.Context(), kube, streams)
+		},
+	}
+	cmd.Flags().StringSliceVarP(&o.files, "filename", "f", nil, "file, directory (its .yaml, .yml and .json files, recursively) or - for stdin (repeatable)")
+	cmd.Flags().StringVar(&o.platforms, "platforms", "", "comma-separated os/arch[/variant] every workload must run on, e.g. linux/amd64,linux/arm64")
+	cmd.Flags().BoolVar(&o.emitAffinity, "emit-affinity", false, "print the node affinity that pins each workload to its platforms")
+	o.reg.add(cmd)
+	addOutputFlag(cmd, &o.output, outputTable, outputJSON, outputYAML)
+	_ = cmd.MarkFlagRequired("filename")
+	return cmd
+}
+
+func (o *checkOptions) run(ctx context.Context, kube *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) error {
+	if err := checkOutput(o.output, outputTable, outputJSON, outputYAML); err != nil {
+		return err
+	}
+	var required []platform.Platform
+	if o.platforms != "" {
+		set, err := platform.ParseList(o.platforms)
+		if err != nil || set.IsAny() {
+			return &ExitError{Code: ExitInputError, Msg: fmt.Sprintf("--platforms: %v", err)}
+		}
+		required = set.Platforms()
+	}
+	compat, err := o.reg.compat()
+	if err != nil {
+		return &ExitError{Code: ExitInputError, Msg: err.Error()}
+	}
+	workloads, inputErrs := readWorkloads(o.files, streams.In)
+	for _, e := range inputErrs {
+		writeLine(streams.ErrOut, "error: %v", e)
+	}
+	s, err := o.reg.newSession(ctx, kube)
+	if err != nil {
+		return &ExitError{Code: ExitInputError, Msg: err.Error()}
+	}
+	for _, p := range s.problems {
+		writeLine(streams.ErrOut, "warning: credentials: %s", p)
+	}
+	results := resolveWorkloadImages(ctx, s, workloads)
+	views := make([]workloadView, len(workloads))
+	failed := 0
+	for i, w := range workloads {
+		views[i] = evaluate(w, results, compat, required, o.emitAffinity)
+		if views[i].Failed {
+			failed++
+		}
+	}
+	if err := printWorkloads(streams, outputFormat(o.output), views, o.emitAffinity); err != nil {
+		return err
+	}
+	switch {
+	case len(inputErrs) > 0:
+		return &ExitError{Code: ExitInputError, Msg: fmt.Sprintf("%d documents could not be read", len(inputErrs))}
+	case failed > 0:
+		return &ExitError{Code: ExitFailed, Msg: fmt.Sprintf("%d of %d workloads failed the check", failed, len(views))}
+	}
+	return nil
+}
+
+// resolveWorkloadImages resolves every distinct image of the workloads once.
+func resolveWorkloadImages(ctx context.Context, s *session, ws []workload) map[string]resolver.Result {
+	var images []string
+	seen := map[string]bool{}
+	for _, w := range ws {
+		for _, ref := range podplatform.Images(w.Pod) {
+			if !seen[ref] {
+				seen[ref] = true
+				images = append(images, ref)
+			}
+		}
+	}
+	return resolveAll(ctx, s, images)
+}
+
+// evaluate intersects the platforms of w's images, in spec order, and names the image that
+// leaves none: it is listed first.
+func evaluate(w workload, results map[string]resolver.Result, compat platform.Compat, required []platform.Platform, emitAffinity bool) workloadView {
+	v := workloadView{Source: w.Source, Kind: w.Kind, Namespace: w.Pod.Namespace, Name: w.Pod.Name, Images: []workloadImage{}}
+	common := platform.Any()
+	blocking := -1
+	var resolveErrs []string
+	podplatform.ForEachImage(w.Pod, func(img podplatform.Image) bool {
+		res := results[img.Reference]
+		wi := workloadImage{Kind: img.Kind, Container: img.Name, Image: img.Reference, Digest: res.Digest}
+		if res.Err != nil {
+			wi.Error = res.Err.Error()
+			resolveErrs = append(resolveErrs, img.Reference)
+		} else {
+			wi.setView = viewOf(res.Platforms)
+			next := common.Intersect(compat.Expand(res.Platforms))
+			if blocking < 0 && next.IsEmpty() {
+				blocking = len(v.Images)
+				v.Blocking = fmt.Sprintf("%s %s (%s) runs on %s only; the images before it on %s",
+					img.Kind, img.Name, img.Reference, setString(res.Platforms), setString(common))
+			}
+			common = next
+		}
+		v.Images = append(v.Images, wi)
+		return true
+	})
+	if blocking > 0 {
+		b := v.Images[blocking]
+		v.Images = append([]workloadImage{b}, append(v.Images[:blocking:blocking], v.Images[blocking+1:]...)...)
+	}
+	own := podplatform.OwnConstraintOf(w.Pod)
+	allowed := own.Restrict(common)
+	if v.Blocking == "" && allowed.IsEmpty() {
+		v.Blocking = fmt.Sprintf("its own os/arch constraints (spec.os, nodeSelector, required node affinity) allow none of %s", setString(common))
+	}
+	v.Platforms, v.allowed = viewOf(allowed), allowed
+	for _, p := range required {
+		if allowed.Intersect(platform.NewSet(p)).IsEmpty() {
+			v.Unsupported = append(v.Unsupported, p.String())
+		}
+	}
+	v.Failed = len(resolveErrs) > 0 || allowed.IsEmpty() || len(v.Unsupported) > 0
+	if emitAffinity && len(resolveErrs) == 0 && !allowed.IsEmpty() && !allowed.IsAny() {
+		// The pod's own affinity is left out, so the block is the one to add by hand.
+		bare := w.Pod.DeepCopy()
+		bare.Spec.Affinity = nil
+		if aff, err := placement.Merge(bare, allowed, nil); err == nil && aff != nil {
+			v.Affinity = aff
+		}
+	}
+	return v
+}
+
+func printWorkloads(streams genericiooptions.IOStreams, format outputFormat, views []workloadView, emitAffinity bool) error {
+	if format != outputTable {
+		return writeStructured(streams.Out, format, map[string]any{"workloads": views})
+	}
+	tw := newTable(streams.Out)
+	fmt.Fprintln(tw, "SOURCE\tWORKLOAD\tPLATFORMS\tRESULT")
+	for _, v := range views {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", v.Source, workloadName(v), setString(v.allowed), checkResult(v))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, v := range views {
+		for _, img := range v.Images {
+			if img.Error != "" {
+				writeLine(streams.ErrOut, "error: %s %s: %s", workloadName(v), img.Container, img.Error)
+			}
+		}
+	}
+	if !emitAffinity {
+		return nil
+	}
+	for _, v := range views {
+		if v.Affinity == nil {
+			continue
+		}
+		writeLine(streams.Out, "---\n# %s (%s): spec.template.spec.affinity", workloadName(v), v.Source)
+		if err := writeStructured(streams.Out, outputYAML, map[string]any{"affinity": v.Affinity}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func workloadName(v workloadView) string {
+	if v.Namespace == "" {
+		return v.Kind + "/" + v.Name
+	}
+	return v.Kind + "/" + v.Namespace + "/" + v.Name
+}
+
+func checkResult(v workloadView) string {
+	var errs []string
+	for _, img := range v.Images {
+		if img.Error != "" {
+			errs = append(errs, img.Image)
+		}
+	}
+	switch {
+	case len(errs) > 0:
+		return "FAIL: cannot resolve " + strings.Join(errs, ", ")
+	case v.Blocking != "":
+		return "FAIL: no common platform: " + v.Blocking
+	case len(v.Unsupported) > 0:
+		return "FAIL: cannot run on " + strings.Join(v.Unsupported, ",")
+	}
+	return "ok"
+}

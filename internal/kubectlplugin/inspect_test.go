@@ -1,0 +1,114 @@
+package kubectlplugin
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/archfilter/archfilter/internal/registrytest"
+)
+
+func TestInspect(t *testing.T) {
+	m := registrytest.NewMemory(t)
+	fx := pushFixtures(t, m)
+	missing := fx.host + "/missing:v1"
+
+	stdout, stderr, code := run(t, "", "inspect", "--insecure-registry", fx.host, "-o", "json",
+		fx.multiRef, fx.amdRef, fx.att.Ref, fx.chart.Ref, missing)
+	if code != ExitFailed {
+		t.Errorf("exit status %d, want %d (one image is missing); stderr:\n%s", code, ExitFailed, stderr)
+	}
+	var got struct{ Images []imageView }
+	if err := json.Unmarshal([]byte(stdout), &got); err != nil {
+		t.Fatalf("decoding -o json: %v\n%s", err, stdout)
+	}
+	lin := func(arch string) platformView { return platformView{OS: "linux", Architecture: arch} }
+	want := []imageView{
+		{Image: fx.multiRef, Digest: fx.multi.Digest, setView: setView{Platforms: []platformView{lin("amd64"), lin("arm64")}}},
+		{Image: fx.amdRef, Digest: fx.amd.Digest, setView: setView{Platforms: []platformView{lin("amd64")}}},
+		// The attestation manifests (unknown/unknown) are not platforms.
+		{Image: fx.att.Ref, Digest: fx.att.Digest, setView: setView{Platforms: []platformView{lin("amd64"), lin("arm64")}}},
+		{Image: fx.chart.Ref, Digest: fx.chart.Digest, setView: setView{Any: true}},
+	}
+	if len(got.Images) != 5 {
+		t.Fatalf("got %d images, want 5: %s", len(got.Images), stdout)
+	}
+	if diff := cmp.Diff(want, got.Images[:4], cmp.AllowUnexported(imageView{})); diff != "" {
+		t.Errorf("images (-want,+got):\n%s", diff)
+	}
+	if e := got.Images[4]; e.Image != missing || !strings.Contains(e.Error, "missing") {
+		t.Errorf("missing image: got %+v, want an error naming the image", e)
+	}
+	if !strings.Contains(stderr, missing) {
+		t.Errorf("stderr does not name the missing image:\n%s", stderr)
+	}
+}
+
+func TestInspectTable(t *testing.T) {
+	m := registrytest.NewMemory(t)
+	fx := pushFixtures(t, m)
+	stdout, stderr, code := run(t, "", "inspect", "--insecure-registry", fx.host, fx.multiRef, fx.armRef)
+	if code != 0 {
+		t.Fatalf("exit status %d; stderr:\n%s", code, stderr)
+	}
+	for _, row := range [][]string{
+		{fx.multiRef, "linux/amd64", fx.multi.Digest},
+		{fx.multiRef, "linux/arm64", fx.multi.Digest},
+		{fx.armRef, "linux/arm/v7", fx.armv7.Digest},
+	} {
+		if !hasRow(stdout, row...) {
+			t.Errorf("no row with %q in:\n%s", row, stdout)
+		}
+	}
+}
+
+func TestInspectCredentials(t *testing.T) {
+	m := registrytest.NewMemory(t, registrytest.WithBasicAuth("ci", "s3cret"))
+	fx := pushFixtures(t, m)
+
+	_, stderr, code := run(t, "", "inspect", "--insecure-registry", fx.host, fx.multiRef)
+	if code != ExitFailed || !strings.Contains(stderr, fx.multiRef) {
+		t.Errorf("anonymous: exit status %d, want %d and an error naming the image; stderr:\n%s", code, ExitFailed, stderr)
+	}
+
+	writeDockerConfig(t, fx.host, "ci", "s3cret")
+	stdout, stderr, code := run(t, "", "inspect", "--insecure-registry", fx.host, fx.multiRef)
+	if code != 0 || !hasRow(stdout, fx.multiRef, "linux/arm64") {
+		t.Errorf("with the docker config: exit status %d; stdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+}
+
+func TestInspectBadFlags(t *testing.T) {
+	for _, args := range [][]string{
+		{"inspect", "-o", "csv", "x"},
+		{"inspect", "--registry-ca", "nofile", "x"},
+		{"inspect", "--pull-secret", "noslash", "x"},
+	} {
+		if _, stderr, code := run(t, "", args...); code != ExitInputError {
+			t.Errorf("%q: exit status %d, want %d; stderr:\n%s", args, code, ExitInputError, stderr)
+		}
+	}
+}
+
+// hasRow reports whether a line of table holds every cell.
+func hasRow(table string, cells ...string) bool {
+	for _, line := range strings.Split(table, "\n") {
+		fields := strings.Fields(line)
+		ok := true
+		for _, c := range cells {
+			found := false
+			for _, f := range fields {
+				if f == c {
+					found = true
+				}
+			}
+			ok = ok && found
+		}
+		if ok {
+			return true
+		}
+	}
+	return false
+}

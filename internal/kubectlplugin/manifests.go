@@ -1,0 +1,177 @@
+package kubectlplugin
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/yaml"
+)
+
+// workload is one object with a pod template, as a pod: the template's metadata and spec
+// in the workload's namespace.
+type workload struct {
+	Source string // file and document, e.g. "deploy.yaml#2" or "-#1 item 3"
+	Kind   string
+	Pod    *v1.Pod
+}
+
+// inputError is a file, document or object that could not be read as a workload.
+type inputError struct {
+	Source string
+	Err    error
+}
+
+func (e inputError) Error() string { return e.Source + ": " + e.Err.Error() }
+
+// manifestExtensions are the files a directory contributes.
+var manifestExtensions = map[string]bool{".yaml": true, ".yml": true, ".json": true}
+
+// readWorkloads reads every path ("-" is in) and returns its workloads in order; objects
+// of known kinds without a pod template (Services, ConfigMaps...) are skipped.
+func readWorkloads(paths []string, in io.Reader) ([]workload, []inputError) {
+	var (
+		ws   []workload
+		errs []inputError
+	)
+	read := func(source string, r io.Reader) {
+		w, e := decodeStream(source, r)
+		ws, errs = append(ws, w...), append(errs, e...)
+	}
+	for _, p := range paths {
+		if p == "-" {
+			read("-", in)
+			continue
+		}
+		err := filepath.WalkDir(p, func(path string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if d.IsDir() || (path != p && !manifestExtensions[strings.ToLower(filepath.Ext(path))]) {
+				return nil
+			}
+			f, err := os.Open(path)
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			read(path, f)
+			return nil
+		})
+		if err != nil {
+			errs = append(errs, inputError{Source: p, Err: err})
+		}
+	}
+	return ws, errs
+}
+
+// decodeStream splits multi-document YAML (or JSON) and decodes each document with
+// client-go's scheme.
+func decodeStream(source string, r io.Reader) ([]workload, []inputError) {
+	var (
+		ws   []workload
+		errs []inputError
+	)
+	reader := utilyaml.NewYAMLReader(bufio.NewReader(r))
+	for i := 1; ; i++ {
+		doc, err := reader.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		src := fmt.Sprintf("%s#%d", source, i)
+		if err != nil {
+			errs = append(errs, inputError{Source: src, Err: err})
+			break
+		}
+		w, e := decodeDocument(src, doc)
+		ws, errs = append(ws, w...), append(errs, e...)
+	}
+	return ws, errs
+}
+
+func decodeDocument(source string, doc []byte) ([]workload, []inputError) {
+	j, err := yaml.YAMLToJSON(doc)
+	if err != nil {
+		return nil, []inputError{{Source: source, Err: fmt.Errorf("malformed YAML: %w", err)}}
+	}
+	if t := bytes.TrimSpace(j); len(t) == 0 || string(t) == "null" {
+		return nil, nil // an empty document or only comments
+	}
+	obj, gvk, err := scheme.Codecs.UniversalDeserializer().Decode(j, nil, nil)
+	switch {
+	case runtime.IsNotRegisteredError(err), runtime.IsMissingKind(err), runtime.IsMissingVersion(err):
+		return nil, []inputError{{Source: source, Err: fmt.Errorf("unknown kind: %w", err)}}
+	case err != nil:
+		return nil, []inputError{{Source: source, Err: fmt.Errorf("malformed %s: %w", kindOf(gvk), err)}}
+	}
+	if list, ok := obj.(*v1.List); ok {
+		var (
+			ws   []workload
+			errs []inputError
+		)
+		for i, item := range list.Items {
+			w, e := decodeDocument(fmt.Sprintf("%s item %d", source, i+1), item.Raw)
+			ws, errs = append(ws, w...), append(errs, e...)
+		}
+		return ws, errs
+	}
+	if w, ok := workloadOf(obj); ok {
+		w.Source = source
+		return []workload{w}, nil
+	}
+	return nil, nil
+}
+
+func kindOf(gvk *schema.GroupVersionKind) string {
+	if gvk == nil || gvk.Kind == "" {
+		return "document"
+	}
+	return gvk.Kind
+}
+
+// workloadOf returns obj's pod template as a pod, for the kinds that have one.
+func workloadOf(obj runtime.Object) (workload, bool) {
+	var (
+		kind string
+		tmpl *v1.PodTemplateSpec
+		pod  *v1.Pod
+		name string
+		ns   string
+	)
+	switch o := obj.(type) {
+	case *v1.Pod:
+		kind, pod, name, ns = "Pod", o, o.Name, o.Namespace
+	case *appsv1.Deployment:
+		kind, tmpl, name, ns = "Deployment", &o.Spec.Template, o.Name, o.Namespace
+	case *appsv1.StatefulSet:
+		kind, tmpl, name, ns = "StatefulSet", &o.Spec.Template, o.Name, o.Namespace
+	case *appsv1.DaemonSet:
+		kind, tmpl, name, ns = "DaemonSet", &o.Spec.Template, o.Name, o.Namespace
+	case *appsv1.ReplicaSet:
+		kind, tmpl, name, ns = "ReplicaSet", &o.Spec.Template, o.Name, o.Namespace
+	case *batchv1.Job:
+		kind, tmpl, name, ns = "Job", &o.Spec.Template, o.Name, o.Namespace
+	case *batchv1.CronJob:
+		kind, tmpl, name, ns = "CronJob", &o.Spec.JobTemplate.Spec.Template, o.Name, o.Namespace
+	default:
+		return workload{}, false
+	}
+	if pod == nil {
+		pod = &v1.Pod{ObjectMeta: *tmpl.ObjectMeta.DeepCopy(), Spec: *tmpl.Spec.DeepCopy()}
+	}
+	pod.Name, pod.Namespace = name, ns
+	return workload{Kind: kind, Pod: pod}, true
+}

@@ -81,7 +81,10 @@ func (f *registryFlags) newSession(ctx context.Context, kube *genericclioptions.
 		}
 		registries = append(registries, transport.Registry{Host: host, CAFile: file})
 	}
-	tr, err := transport.New(transport.Options{Registries: registries})
+	// No circuit breaker: a one-shot command gains nothing from failing fast later, and
+	// with concurrent first requests to an insecure registry each HTTPS attempt that falls
+	// back to HTTP would count as a failure and open it.
+	tr, err := transport.New(transport.Options{Registries: registries, Breaker: transport.Breaker{FailureThreshold: -1}})
 	if err != nil {
 		return nil, fmt.Errorf("--insecure-registry/--registry-ca: %w", err)
 	}

@@ -24,6 +24,8 @@ type workloadImage struct {
 	Digest    string                    `json:"digest,omitempty"`
 	setView
 	Error string `json:"error,omitempty"`
+
+	set platform.Set
 }
 
 // workloadView is what check prints for one workload.
@@ -162,7 +164,7 @@ func evaluate(w workload, results map[string]resolver.Result, compat platform.Co
 			wi.Error = res.Err.Error()
 			resolveErrs = append(resolveErrs, img.Reference)
 		} else {
-			wi.setView = viewOf(res.Platforms)
+			wi.setView, wi.set = viewOf(res.Platforms), res.Platforms
 			next := common.Intersect(compat.Expand(res.Platforms))
 			if blocking < 0 && next.IsEmpty() {
 				blocking = len(v.Images)

@@ -67,9 +67,44 @@ func (s *session) resolve(ctx context.Context, image string) resolver.Result {
 	return s.resolver.Resolve(ctx, resolver.Request{Image: image, Credentials: s.credentials})
 }
 
-// newSession builds the transport (address guard, TLS per registry), the resolver and
-// the credentials from the flags. The cluster is only contacted for --pull-secret.
+// newSession builds the resolver and the credentials from the flags. The cluster is only
+// contacted for --pull-secret.
 func (f *registryFlags) newSession(ctx context.Context, kube *genericclioptions.ConfigFlags) (*session, error) {
+	var client kubernetes.Interface = fake.NewClientset()
+	ns := metav1.NamespaceDefault
+	if f.pullSecret != "" {
+		secretNS, _, err := f.pullSecretName()
+		if err != nil {
+			return nil, err
+		}
+		cfg, err := kube.ToRESTConfig()
+		if err != nil {
+			return nil, fmt.Errorf("--pull-secret %s: kubeconfig: %w", f.pullSecret, err)
+		}
+		if client, err = kubernetes.NewForConfig(cfg); err != nil {
+			return nil, fmt.Errorf("--pull-secret %s: %w", f.pullSecret, err)
+		}
+		ns = secretNS
+	}
+	// The store answers per pod: a stand-in pod in the secret's namespace with no pull
+	// secrets of its own gets the docker config and the global pull secret.
+	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "kubectl-archfilter"}}
+	creds, problems, err := f.credentialsFor(ctx, client, pod)
+	if err != nil {
+		return nil, err
+	}
+	var kept []string
+	for _, p := range problems {
+		// The stand-in pod's service account is not a source the user asked for.
+		if !strings.HasPrefix(p, "serviceaccount ") {
+			kept = append(kept, p)
+		}
+	}
+	return f.newSessionWith(creds, kept)
+}
+
+// newSessionWith builds the transport (address guard, TLS per registry) and the resolver.
+func (f *registryFlags) newSessionWith(creds resolver.Credentials, problems []string) (*session, error) {
 	var registries []transport.Registry
 	for _, h := range f.insecure {
 		registries = append(registries, transport.Registry{Host: h, Insecure: true})
@@ -96,39 +131,35 @@ func (f *registryFlags) newSession(ctx context.Context, kube *genericclioptions.
 	if err != nil {
 		return nil, err
 	}
-	creds, problems, err := f.credentials(ctx, kube)
-	if err != nil {
-		return nil, err
-	}
 	return &session{resolver: r, credentials: creds, timeout: f.timeout, problems: problems}, nil
 }
 
-// credentials reuses the scheduler's credential store: the docker config file, and the
-// pull secret as the store's global pull secret, read through an informer limited to
-// its namespace. Without --pull-secret the store watches an empty fake clientset, so
-// no cluster is needed.
-func (f *registryFlags) credentials(ctx context.Context, kube *genericclioptions.ConfigFlags) (resolver.Credentials, []string, error) {
-	opts := credentials.Options{DockerConfigFile: f.dockerConfigPath()}
-	var client kubernetes.Interface = fake.NewClientset()
-	factoryOpts := []informers.SharedInformerOption{}
-	ns := metav1.NamespaceDefault
-	if f.pullSecret != "" {
-		secretNS, name, ok := strings.Cut(f.pullSecret, "/")
-		if !ok || secretNS == "" || name == "" {
-			return nil, nil, fmt.Errorf("--pull-secret %q: want NAMESPACE/NAME", f.pullSecret)
-		}
-		cfg, err := kube.ToRESTConfig()
-		if err != nil {
-			return nil, nil, fmt.Errorf("--pull-secret %s: kubeconfig: %w", f.pullSecret, err)
-		}
-		if client, err = kubernetes.NewForConfig(cfg); err != nil {
-			return nil, nil, fmt.Errorf("--pull-secret %s: %w", f.pullSecret, err)
-		}
-		ns = secretNS
-		factoryOpts = append(factoryOpts, informers.WithNamespace(ns))
-		opts.GlobalPullSecret = &types.NamespacedName{Namespace: ns, Name: name}
+func (f *registryFlags) pullSecretName() (ns, name string, err error) {
+	ns, name, ok := strings.Cut(f.pullSecret, "/")
+	if !ok || ns == "" || name == "" {
+		return "", "", fmt.Errorf("--pull-secret %q: want NAMESPACE/NAME", f.pullSecret)
 	}
-	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, factoryOpts...)
+	return ns, name, nil
+}
+
+// credentialsFor reuses the scheduler's credential store for pod: its own pull secrets
+// and its service account's, --pull-secret as the global pull secret, and the docker
+// config file. Secrets are read through informers limited to one namespace when they can
+// be.
+func (f *registryFlags) credentialsFor(ctx context.Context, client kubernetes.Interface, pod *v1.Pod) (resolver.Credentials, []string, error) {
+	opts := credentials.Options{DockerConfigFile: f.dockerConfigPath()}
+	scope := pod.Namespace
+	if f.pullSecret != "" {
+		ns, name, err := f.pullSecretName()
+		if err != nil {
+			return nil, nil, err
+		}
+		opts.GlobalPullSecret = &types.NamespacedName{Namespace: ns, Name: name}
+		if ns != pod.Namespace {
+			scope = metav1.NamespaceAll
+		}
+	}
+	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(scope))
 	store, err := credentials.NewStore(factory, opts)
 	if err != nil {
 		return nil, nil, fmt.Errorf("credentials: %w", err)
@@ -139,18 +170,10 @@ func (f *registryFlags) credentials(ctx context.Context, kube *genericclioptions
 			return nil, nil, fmt.Errorf("credentials: reading %v from the cluster did not finish", typ)
 		}
 	}
-	// The store answers per pod: a pod in the secret's namespace with no pull secrets of
-	// its own gets the docker config and the global pull secret.
-	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "kubectl-archfilter"}}
 	creds := store.ForPod(pod)
 	var problems []string
 	if pc, ok := creds.(*credentials.PodCredentials); ok {
-		for _, p := range pc.Problems() {
-			// The stand-in pod's service account is not a source the user asked for.
-			if !strings.HasPrefix(p, "serviceaccount ") {
-				problems = append(problems, p)
-			}
-		}
+		problems = pc.Problems()
 	}
 	return creds, problems, nil
 }

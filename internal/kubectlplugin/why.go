@@ -1,0 +1,267 @@
+package kubectlplugin
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/spf13/cobra"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/archfilter/archfilter/pkg/platform"
+	"github.com/archfilter/archfilter/pkg/podplatform"
+)
+
+// archfilterEventReasons are the reasons ArchFilter records on pods
+// (pkg/plugins/archfilter/events.go; a test keeps the lists equal) and the scheduler's
+// own, which carry ArchFilter's filter reasons.
+var archfilterEventReasons = []string{
+	"ResolvingImagePlatforms", "ImagePlatformsResolved", "ImagePlatformResolutionFailed",
+	"ArchFilterFailOpen", "InvalidPlatformPreference", "InvalidArchFilterAnnotation",
+	"FailedScheduling", "Scheduled",
+}
+
+// nodeGroup is the cluster's nodes of one platform and whether the pod runs there.
+type nodeGroup struct {
+	Platform string `json:"platform"`
+	Nodes    int    `json:"nodes"`
+	CanRun   bool   `json:"canRun"`
+	// Rule is how: "direct" when an image platform matches the node, or the 32-bit rule
+	// (amd64 runs 386, arm64 runs arm) that lets it.
+	Rule string `json:"rule,omitempty"`
+}
+
+// eventView is one recorded decision.
+type eventView struct {
+	Type    string      `json:"type"`
+	Reason  string      `json:"reason"`
+	Message string      `json:"message"`
+	Count   int32       `json:"count,omitempty"`
+	Last    metav1.Time `json:"lastTimestamp"`
+}
+
+// whyView is what why prints.
+type whyView struct {
+	workloadView
+	NodeName       string      `json:"nodeName,omitempty"`
+	OwnConstraints string      `json:"ownConstraints"`
+	Nodes          []nodeGroup `json:"nodes"`
+	Events         []eventView `json:"events"`
+}
+
+func newWhyCommand(kube *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+	var (
+		reg    registryFlags
+		output string
+	)
+	cmd := &cobra.Command{
+		Use:   "why POD",
+		Short: "Explain where a pod can run: its images' platforms, the cluster's nodes, archfilter's decision",
+		Long: `For each container (init, sidecar, regular; ephemeral ones are ignored) and image
+volume: the image's platforms, read with the pod's own pull secrets (and the local docker
+config). Then the pod's intersection, with the image that empties it named first, the
+pod's own os/arch constraints, the cluster's nodes per platform and whether the pod runs
+there (and by which rule), and the events archfilter and the scheduler recorded.`,
+		Example: `  kubectl archfilter why -n shop web-7d9c5b6f4-x2x8q`,
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkOutput(output, outputTable, outputJSON, outputYAML); err != nil {
+				return err
+			}
+			compat, err := reg.compat()
+			if err != nil {
+				return &ExitError{Code: ExitInputError, Msg: err.Error()}
+			}
+			client, ns, err := clusterClient(kube)
+			if err != nil {
+				return &ExitError{Code: ExitInputError, Msg: err.Error()}
+			}
+			v, err := explainPod(cmd.Context(), client, ns, args[0], &reg, compat)
+			if err != nil {
+				return err
+			}
+			return printWhy(streams, outputFormat(output), v)
+		},
+	}
+	reg.add(cmd)
+	addOutputFlag(cmd, &output, outputTable, outputJSON, outputYAML)
+	return cmd
+}
+
+// clusterClient returns a clientset and the namespace of -n or the kubeconfig context.
+func clusterClient(kube *genericclioptions.ConfigFlags) (kubernetes.Interface, string, error) {
+	cfg, err := kube.ToRESTConfig()
+	if err != nil {
+		return nil, "", fmt.Errorf("kubeconfig: %w", err)
+	}
+	ns, _, err := kube.ToRawKubeConfigLoader().Namespace()
+	if err != nil {
+		return nil, "", fmt.Errorf("kubeconfig namespace: %w", err)
+	}
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, "", err
+	}
+	return client, ns, nil
+}
+
+func explainPod(ctx context.Context, client kubernetes.Interface, ns, name string, reg *registryFlags, compat platform.Compat) (*whyView, error) {
+	pod, err := client.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("pod %s/%s: %w", ns, name, err)
+	}
+	creds, problems, err := reg.credentialsFor(ctx, client, pod)
+	if err != nil {
+		return nil, err
+	}
+	s, err := reg.newSessionWith(creds, problems)
+	if err != nil {
+		return nil, &ExitError{Code: ExitInputError, Msg: err.Error()}
+	}
+	w := workload{Source: "cluster", Kind: "Pod", Pod: pod}
+	results := resolveWorkloadImages(ctx, s, []workload{w})
+	v := &whyView{workloadView: evaluate(w, results, compat, nil, false), NodeName: pod.Spec.NodeName}
+	v.OwnConstraints = describeConstraint(podplatform.OwnConstraintOf(pod))
+
+	nodes, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("listing nodes: %w", err)
+	}
+	v.Nodes = groupNodes(nodes.Items, v.allowed, compat)
+
+	sel := fields.Set{"involvedObject.name": pod.Name, "involvedObject.namespace": pod.Namespace}.AsSelector().String()
+	evs, err := client.CoreV1().Events(pod.Namespace).List(ctx, metav1.ListOptions{FieldSelector: sel})
+	if err != nil {
+		return nil, fmt.Errorf("listing the pod's events: %w", err)
+	}
+	v.Events = podEvents(evs.Items, pod)
+	return v, nil
+}
+
+// groupNodes counts nodes per platform and says whether allowed runs there.
+func groupNodes(nodes []v1.Node, allowed platform.Set, compat platform.Compat) []nodeGroup {
+	byPlatform := map[platform.NodePlatform]int{}
+	for i := range nodes {
+		np, ok := platform.FromNode(&nodes[i])
+		if !ok {
+			np = platform.NodePlatform{OS: "unknown", Architecture: "unknown"}
+		}
+		byPlatform[np]++
+	}
+	groups := make([]nodeGroup, 0, len(byPlatform))
+	for np, n := range byPlatform {
+		g := nodeGroup{Platform: np.String(), Nodes: n}
+		if np.WindowsBuild != "" {
+			g.Platform += " (build " + np.WindowsBuild + ")"
+		}
+		g.CanRun, g.Rule = runsOn(allowed, np, compat)
+		groups = append(groups, g)
+	}
+	sort.Slice(groups, func(i, j int) bool { return groups[i].Platform < groups[j].Platform })
+	return groups
+}
+
+// runsOn reports whether a platform of allowed runs on np, and the rule that applied.
+func runsOn(allowed platform.Set, np platform.NodePlatform, compat platform.Compat) (bool, string) {
+	if allowed.IsAny() {
+		return np.OS != "unknown", "any platform"
+	}
+	for _, p := range allowed.Platforms() {
+		if rule, ok := compat.Rule(p, np); ok {
+			if rule == "" {
+				return true, "direct (" + p.String() + ")"
+			}
+			return true, rule + " runs " + p.String()
+		}
+	}
+	return false, ""
+}
+
+func describeConstraint(c podplatform.OwnConstraint) string {
+	if c.IsZero() {
+		return "none"
+	}
+	var parts []string
+	if c.OS != nil {
+		parts = append(parts, "os in "+strings.Join(sets.List(c.OS), ","))
+	}
+	if c.Arch != nil {
+		parts = append(parts, "arch in "+strings.Join(sets.List(c.Arch), ","))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// podEvents keeps the pod's archfilter and scheduling events, oldest first.
+func podEvents(evs []v1.Event, pod *v1.Pod) []eventView {
+	out := []eventView{}
+	for _, e := range evs {
+		if e.InvolvedObject.Name != pod.Name || (e.InvolvedObject.UID != "" && e.InvolvedObject.UID != pod.UID) ||
+			!slices.Contains(archfilterEventReasons, e.Reason) {
+			continue
+		}
+		last := e.LastTimestamp
+		if last.IsZero() {
+			last = metav1.NewTime(e.EventTime.Time)
+		}
+		out = append(out, eventView{Type: e.Type, Reason: e.Reason, Message: e.Message, Count: e.Count, Last: last})
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Last.Before(&out[j].Last) })
+	return out
+}
+
+func printWhy(streams genericiooptions.IOStreams, format outputFormat, v *whyView) error {
+	if format != outputTable {
+		return writeStructured(streams.Out, format, v)
+	}
+	w := streams.Out
+	writeLine(w, "Pod %s/%s (node %s)", v.Namespace, v.Name, orNone(v.NodeName))
+	tw := newTable(w)
+	fmt.Fprintln(tw, "KIND\tCONTAINER\tIMAGE\tPLATFORMS")
+	for _, img := range v.Images {
+		ps := setString(img.set)
+		if img.Error != "" {
+			ps = "error: " + img.Error
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", img.Kind, img.Container, img.Image, ps)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	writeLine(w, "Own constraints: %s", v.OwnConstraints)
+	writeLine(w, "Runs on: %s", setString(v.allowed))
+	if v.Blocking != "" {
+		writeLine(w, "No platform left: %s", v.Blocking)
+	}
+	writeLine(w, "Nodes:")
+	tw = newTable(w)
+	fmt.Fprintln(tw, "  PLATFORM\tNODES\tCAN RUN\tRULE")
+	for _, g := range v.Nodes {
+		fmt.Fprintf(tw, "  %s\t%d\t%v\t%s\n", g.Platform, g.Nodes, g.CanRun, g.Rule)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	writeLine(w, "Events:")
+	if len(v.Events) == 0 {
+		writeLine(w, "  none recorded (events expire after an hour)")
+	}
+	for _, e := range v.Events {
+		writeLine(w, "  %s %s %s: %s", e.Last.UTC().Format("15:04:05"), e.Type, e.Reason, e.Message)
+	}
+	return nil
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
+}

@@ -146,29 +146,38 @@ func (f *registryFlags) pullSecretName() (ns, name string, err error) {
 // and its service account's, --pull-secret as the global pull secret, and the docker
 // config file. Secrets are read through informers limited to one namespace when they can
 // be.
-func (f *registryFlags) credentialsFor(ctx context.Context, client kubernetes.Interface, pod *v1.Pod) (resolver.Credentials, []string, error) {
+// newStore starts the scheduler's credential store on client's secrets and service
+// accounts of namespace scope ("" for all), with the docker config file and --pull-secret.
+func (f *registryFlags) newStore(ctx context.Context, client kubernetes.Interface, scope string) (*credentials.Store, error) {
 	opts := credentials.Options{DockerConfigFile: f.dockerConfigPath()}
-	scope := pod.Namespace
 	if f.pullSecret != "" {
 		ns, name, err := f.pullSecretName()
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		opts.GlobalPullSecret = &types.NamespacedName{Namespace: ns, Name: name}
-		if ns != pod.Namespace {
+		if scope != "" && ns != scope {
 			scope = metav1.NamespaceAll
 		}
 	}
 	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(scope))
 	store, err := credentials.NewStore(factory, opts)
 	if err != nil {
-		return nil, nil, fmt.Errorf("credentials: %w", err)
+		return nil, fmt.Errorf("credentials: %w", err)
 	}
 	factory.Start(ctx.Done())
 	for typ, ok := range factory.WaitForCacheSync(ctx.Done()) {
 		if !ok {
-			return nil, nil, fmt.Errorf("credentials: reading %v from the cluster did not finish", typ)
+			return nil, fmt.Errorf("credentials: reading %v from the cluster did not finish", typ)
 		}
+	}
+	return store, nil
+}
+
+func (f *registryFlags) credentialsFor(ctx context.Context, client kubernetes.Interface, pod *v1.Pod) (resolver.Credentials, []string, error) {
+	store, err := f.newStore(ctx, client, pod.Namespace)
+	if err != nil {
+		return nil, nil, err
 	}
 	creds := store.ForPod(pod)
 	var problems []string

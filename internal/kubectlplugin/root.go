@@ -54,7 +54,7 @@ func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
 	cmd.SetOut(streams.Out)
 	cmd.SetErr(streams.ErrOut)
 	kube.AddFlags(cmd.PersistentFlags())
-	cmd.AddCommand(newInspectCommand(kube, streams), newCheckCommand(kube, streams), newWhyCommand(kube, streams))
+	cmd.AddCommand(newInspectCommand(kube, streams), newCheckCommand(kube, streams), newWhyCommand(kube, streams), newReportCommand(kube, streams))
 	return cmd
 }
 

@@ -1,0 +1,323 @@
+package kubectlplugin
+
+import (
+	"context"
+	"encoding/csv"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/sync/errgroup"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/archfilter/archfilter/pkg/platform"
+	"github.com/archfilter/archfilter/pkg/podplatform"
+	"github.com/archfilter/archfilter/pkg/resolver"
+)
+
+const outputCSV outputFormat = "csv"
+
+// readiness is one workload on one of the cluster's node platforms.
+type readiness struct {
+	Platform string `json:"platform"`
+	CanRun   bool   `json:"canRun"`
+	// Blocking is the first image (in spec order) that does not run there.
+	Blocking string `json:"blocking,omitempty"`
+}
+
+// reportRow is one workload's readiness.
+type reportRow struct {
+	Kind      string      `json:"kind"`
+	Namespace string      `json:"namespace"`
+	Name      string      `json:"name"`
+	Platforms string      `json:"platforms"`
+	Error     string      `json:"error,omitempty"`
+	On        []readiness `json:"on"`
+}
+
+type reportView struct {
+	Platforms []string       `json:"platforms"`
+	Workloads []reportRow    `json:"workloads"`
+	Totals    map[string]int `json:"totals"` // node platform → workloads that can run there
+}
+
+func newReportCommand(kube *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+	var (
+		reg           registryFlags
+		output        string
+		allNamespaces bool
+	)
+	cmd := &cobra.Command{
+		Use:   "report",
+		Short: "Cluster readiness: per workload and node platform, can it run there and which image blocks it",
+		Long: `List Deployments, StatefulSets, DaemonSets, Jobs (not those of a CronJob), CronJobs
+and pods without a controller, resolve their images (with each workload's namespace's
+pull secrets and the local docker config), and say for each platform of the cluster's
+nodes whether the workload could run there today, and which image blocks it.`,
+		Example: `  kubectl archfilter report -A
+  kubectl archfilter report -n shop -o csv > shop.csv`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkOutput(output, outputTable, outputJSON, outputYAML, outputCSV); err != nil {
+				return err
+			}
+			compat, err := reg.compat()
+			if err != nil {
+				return &ExitError{Code: ExitInputError, Msg: err.Error()}
+			}
+			client, ns, err := clusterClient(kube)
+			if err != nil {
+				return &ExitError{Code: ExitInputError, Msg: err.Error()}
+			}
+			if allNamespaces {
+				ns = metav1.NamespaceAll
+			}
+			v, err := buildReport(cmd.Context(), client, ns, &reg, compat, progressWriter(streams.ErrOut))
+			if err != nil {
+				return err
+			}
+			return printReport(streams.Out, outputFormat(output), v)
+		},
+	}
+	cmd.Flags().BoolVarP(&allNamespaces, "all-namespaces", "A", false, "report the workloads of every namespace")
+	reg.add(cmd)
+	addOutputFlag(cmd, &output, outputTable, outputJSON, outputYAML, outputCSV)
+	return cmd
+}
+
+// progressWriter returns w when it is a terminal, so that progress lines do not end up
+// in logs and pipes.
+func progressWriter(w io.Writer) io.Writer {
+	f, ok := w.(*os.File)
+	if !ok {
+		return nil
+	}
+	st, err := f.Stat()
+	if err != nil || st.Mode()&os.ModeCharDevice == 0 {
+		return nil
+	}
+	return w
+}
+
+// listWorkloads lists the top-level workloads of ns.
+func listWorkloads(ctx context.Context, client kubernetes.Interface, ns string) ([]workload, error) {
+	var ws []workload
+	deps, err := client.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("listing deployments: %w", err)
+	}
+	for i := range deps.Items {
+		appendWorkload(&ws, &deps.Items[i])
+	}
+	sts, err := client.AppsV1().StatefulSets(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("listing statefulsets: %w", err)
+	}
+	for i := range sts.Items {
+		appendWorkload(&ws, &sts.Items[i])
+	}
+	dss, err := client.AppsV1().DaemonSets(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("listing daemonsets: %w", err)
+	}
+	for i := range dss.Items {
+		appendWorkload(&ws, &dss.Items[i])
+	}
+	cjs, err := client.BatchV1().CronJobs(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("listing cronjobs: %w", err)
+	}
+	for i := range cjs.Items {
+		appendWorkload(&ws, &cjs.Items[i])
+	}
+	jobs, err := client.BatchV1().Jobs(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("listing jobs: %w", err)
+	}
+	for i := range jobs.Items {
+		if metav1.GetControllerOf(&jobs.Items[i]) == nil {
+			appendWorkload(&ws, &jobs.Items[i])
+		}
+	}
+	pods, err := client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("listing pods: %w", err)
+	}
+	for i := range pods.Items {
+		if metav1.GetControllerOf(&pods.Items[i]) == nil {
+			appendWorkload(&ws, &pods.Items[i])
+		}
+	}
+	return ws, nil
+}
+
+func appendWorkload(ws *[]workload, obj runtime.Object) {
+	if w, ok := workloadOf(obj); ok {
+		w.Source = "cluster"
+		*ws = append(*ws, w)
+	}
+}
+
+// nodePlatforms returns the distinct platforms of the cluster's nodes, sorted.
+func nodePlatforms(ctx context.Context, client kubernetes.Interface) ([]platform.NodePlatform, error) {
+	nodes, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("listing nodes: %w", err)
+	}
+	seen := map[string]platform.NodePlatform{}
+	for i := range nodes.Items {
+		if np, ok := platform.FromNode(&nodes.Items[i]); ok {
+			np.WindowsBuild = "" // readiness is per os/arch
+			seen[np.String()] = np
+		}
+	}
+	out := make([]platform.NodePlatform, 0, len(seen))
+	for _, np := range seen {
+		out = append(out, np)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
+	return out, nil
+}
+
+func buildReport(ctx context.Context, client kubernetes.Interface, ns string, reg *registryFlags, compat platform.Compat, progress io.Writer) (*reportView, error) {
+	nps, err := nodePlatforms(ctx, client)
+	if err != nil {
+		return nil, err
+	}
+	ws, err := listWorkloads(ctx, client, ns)
+	if err != nil {
+		return nil, err
+	}
+	store, err := reg.newStore(ctx, client, ns)
+	if err != nil {
+		return nil, err
+	}
+	s, err := reg.newSessionWith(nil, nil)
+	if err != nil {
+		return nil, &ExitError{Code: ExitInputError, Msg: err.Error()}
+	}
+	v := &reportView{Workloads: make([]reportRow, len(ws)), Totals: map[string]int{}}
+	for _, np := range nps {
+		v.Platforms = append(v.Platforms, np.String())
+	}
+	var (
+		g    errgroup.Group
+		done atomic.Int32
+		mu   sync.Mutex
+	)
+	g.SetLimit(maxConcurrentImages)
+	for i, w := range ws {
+		g.Go(func() error {
+			creds := store.ForPod(w.Pod)
+			results := map[string]resolver.Result{}
+			for _, ref := range podplatform.Images(w.Pod) {
+				results[ref] = s.resolver.Resolve(ctx, resolver.Request{Image: ref, Credentials: creds})
+			}
+			v.Workloads[i] = readinessOf(w, results, nps, compat)
+			if progress != nil {
+				mu.Lock()
+				fmt.Fprintf(progress, "\rresolved %d/%d workloads", done.Add(1), len(ws))
+				mu.Unlock()
+			}
+			return nil
+		})
+	}
+	_ = g.Wait()
+	if progress != nil && len(ws) > 0 {
+		fmt.Fprintln(progress)
+	}
+	for _, row := range v.Workloads {
+		for _, r := range row.On {
+			if r.CanRun {
+				v.Totals[r.Platform]++
+			}
+		}
+	}
+	return v, nil
+}
+
+// readinessOf says, per node platform, whether w runs there and else which image is the
+// first that does not.
+func readinessOf(w workload, results map[string]resolver.Result, nps []platform.NodePlatform, compat platform.Compat) reportRow {
+	ev := evaluate(w, results, compat, nil, false)
+	row := reportRow{Kind: w.Kind, Namespace: w.Pod.Namespace, Name: w.Pod.Name, Platforms: setString(ev.allowed)}
+	var errs []string
+	for _, img := range ev.Images {
+		if img.Error != "" {
+			errs = append(errs, img.Error)
+		}
+	}
+	row.Error = strings.Join(errs, "; ")
+	for _, np := range nps {
+		r := readiness{Platform: np.String()}
+		// An image that could not be resolved might not run anywhere: not ready.
+		r.CanRun, _ = runsOn(ev.allowed, np, compat)
+		r.CanRun = r.CanRun && row.Error == ""
+		if !r.CanRun {
+			r.Blocking = "its own os/arch constraints"
+			if row.Error != "" {
+				r.Blocking = "unresolved images"
+			}
+			podplatform.ForEachImage(w.Pod, func(img podplatform.Image) bool {
+				res := results[img.Reference]
+				if res.Err == nil && !compat.Expand(res.Platforms).MatchesNode(np) {
+					r.Blocking = img.Reference
+					return false
+				}
+				return true
+			})
+		}
+		row.On = append(row.On, r)
+	}
+	return row
+}
+
+func printReport(w io.Writer, format outputFormat, v *reportView) error {
+	switch format {
+	case outputJSON, outputYAML:
+		return writeStructured(w, format, v)
+	case outputCSV:
+		cw := csv.NewWriter(w)
+		_ = cw.Write([]string{"kind", "namespace", "name", "platforms", "node_platform", "can_run", "blocking", "error"})
+		for _, row := range v.Workloads {
+			for _, r := range row.On {
+				_ = cw.Write([]string{row.Kind, row.Namespace, row.Name, row.Platforms, r.Platform, strconv.FormatBool(r.CanRun), r.Blocking, row.Error})
+			}
+		}
+		cw.Flush()
+		return cw.Error()
+	}
+	tw := newTable(w)
+	fmt.Fprint(tw, "WORKLOAD\tIMAGES RUN ON")
+	for _, p := range v.Platforms {
+		fmt.Fprint(tw, "\t"+strings.ToUpper(p))
+	}
+	fmt.Fprintln(tw)
+	for _, row := range v.Workloads {
+		fmt.Fprintf(tw, "%s/%s/%s\t%s", row.Kind, row.Namespace, row.Name, row.Platforms)
+		for _, r := range row.On {
+			cell := "yes"
+			if !r.CanRun {
+				cell = "no: " + r.Blocking
+			}
+			fmt.Fprint(tw, "\t"+cell)
+		}
+		fmt.Fprintln(tw)
+	}
+	fmt.Fprintf(tw, "TOTAL (%d workloads)\t", len(v.Workloads))
+	for _, p := range v.Platforms {
+		fmt.Fprintf(tw, "\t%d can run", v.Totals[p])
+	}
+	fmt.Fprintln(tw)
+	return tw.Flush()
+}

@@ -136,6 +136,15 @@ func explainPod(ctx context.Context, client kubernetes.Interface, ns, name strin
 		return nil, fmt.Errorf("listing nodes: %w", err)
 	}
 	v.Nodes = groupNodes(nodes.Items, v.allowed, compat)
+	for _, img := range v.Images {
+		if img.Error != "" {
+			// An image that could not be resolved might not run anywhere.
+			for i := range v.Nodes {
+				v.Nodes[i].CanRun, v.Nodes[i].Rule = false, "unknown: "+img.Image+" could not be resolved"
+			}
+			break
+		}
+	}
 
 	sel := fields.Set{"involvedObject.name": pod.Name, "involvedObject.namespace": pod.Namespace}.AsSelector().String()
 	evs, err := client.CoreV1().Events(pod.Namespace).List(ctx, metav1.ListOptions{FieldSelector: sel})

@@ -3,6 +3,7 @@ package kubectlplugin
 import (
 	"context"
 	"encoding/csv"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -14,6 +15,9 @@ import (
 
 	"github.com/spf13/cobra"
 	"golang.org/x/sync/errgroup"
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
@@ -71,13 +75,9 @@ nodes whether the workload could run there today, and which image blocks it.`,
 			if err := checkOutput(output, outputTable, outputJSON, outputYAML, outputCSV); err != nil {
 				return err
 			}
-			compat, err := reg.compat()
+			client, ns, compat, err := clusterSetup(kube, &reg)
 			if err != nil {
-				return &ExitError{Code: ExitInputError, Msg: err.Error()}
-			}
-			client, ns, err := clusterClient(kube)
-			if err != nil {
-				return &ExitError{Code: ExitInputError, Msg: err.Error()}
+				return err
 			}
 			if allNamespaces {
 				ns = metav1.NamespaceAll
@@ -109,63 +109,55 @@ func progressWriter(w io.Writer) io.Writer {
 	return w
 }
 
-// listWorkloads lists the top-level workloads of ns.
+// listWorkloads lists the top-level workloads of ns: Jobs of a CronJob and pods of a
+// controller are reported as their owner.
 func listWorkloads(ctx context.Context, client kubernetes.Interface, ns string) ([]workload, error) {
 	var ws []workload
-	deps, err := client.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{})
+	opts := metav1.ListOptions{}
+	apps, batch, core := client.AppsV1(), client.BatchV1(), client.CoreV1()
+	err := errors.Join(
+		listInto(&ws, "deployments", func() (*appsv1.DeploymentList, error) { return apps.Deployments(ns).List(ctx, opts) },
+			func(l *appsv1.DeploymentList) []appsv1.Deployment { return l.Items }, false),
+		listInto(&ws, "statefulsets", func() (*appsv1.StatefulSetList, error) { return apps.StatefulSets(ns).List(ctx, opts) },
+			func(l *appsv1.StatefulSetList) []appsv1.StatefulSet { return l.Items }, false),
+		listInto(&ws, "daemonsets", func() (*appsv1.DaemonSetList, error) { return apps.DaemonSets(ns).List(ctx, opts) },
+			func(l *appsv1.DaemonSetList) []appsv1.DaemonSet { return l.Items }, false),
+		listInto(&ws, "cronjobs", func() (*batchv1.CronJobList, error) { return batch.CronJobs(ns).List(ctx, opts) },
+			func(l *batchv1.CronJobList) []batchv1.CronJob { return l.Items }, false),
+		listInto(&ws, "jobs", func() (*batchv1.JobList, error) { return batch.Jobs(ns).List(ctx, opts) },
+			func(l *batchv1.JobList) []batchv1.Job { return l.Items }, true),
+		listInto(&ws, "pods", func() (*v1.PodList, error) { return core.Pods(ns).List(ctx, opts) },
+			func(l *v1.PodList) []v1.Pod { return l.Items }, true),
+	)
 	if err != nil {
-		return nil, fmt.Errorf("listing deployments: %w", err)
-	}
-	for i := range deps.Items {
-		appendWorkload(&ws, &deps.Items[i])
-	}
-	sts, err := client.AppsV1().StatefulSets(ns).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("listing statefulsets: %w", err)
-	}
-	for i := range sts.Items {
-		appendWorkload(&ws, &sts.Items[i])
-	}
-	dss, err := client.AppsV1().DaemonSets(ns).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("listing daemonsets: %w", err)
-	}
-	for i := range dss.Items {
-		appendWorkload(&ws, &dss.Items[i])
-	}
-	cjs, err := client.BatchV1().CronJobs(ns).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("listing cronjobs: %w", err)
-	}
-	for i := range cjs.Items {
-		appendWorkload(&ws, &cjs.Items[i])
-	}
-	jobs, err := client.BatchV1().Jobs(ns).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("listing jobs: %w", err)
-	}
-	for i := range jobs.Items {
-		if metav1.GetControllerOf(&jobs.Items[i]) == nil {
-			appendWorkload(&ws, &jobs.Items[i])
-		}
-	}
-	pods, err := client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("listing pods: %w", err)
-	}
-	for i := range pods.Items {
-		if metav1.GetControllerOf(&pods.Items[i]) == nil {
-			appendWorkload(&ws, &pods.Items[i])
-		}
+		return nil, err
 	}
 	return ws, nil
 }
 
-func appendWorkload(ws *[]workload, obj runtime.Object) {
-	if w, ok := workloadOf(obj); ok {
-		w.Source = "cluster"
-		*ws = append(*ws, w)
+// listInto appends the workloads of one list; ownerless keeps only objects without a
+// controller.
+func listInto[L any, T any, PT interface {
+	*T
+	runtime.Object
+	metav1.Object
+}](ws *[]workload, what string, list func() (L, error), items func(L) []T, ownerless bool) error {
+	l, err := list()
+	if err != nil {
+		return fmt.Errorf("listing %s: %w", what, err)
 	}
+	objs := items(l)
+	for i := range objs {
+		obj := PT(&objs[i])
+		if ownerless && metav1.GetControllerOf(obj) != nil {
+			continue
+		}
+		if w, ok := workloadOf(obj); ok {
+			w.Source = "cluster"
+			*ws = append(*ws, w)
+		}
+	}
+	return nil
 }
 
 // nodePlatforms returns the distinct platforms of the cluster's nodes, sorted.

@@ -76,13 +76,9 @@ there (and by which rule), and the events archfilter and the scheduler recorded.
 			if err := checkOutput(output, outputTable, outputJSON, outputYAML); err != nil {
 				return err
 			}
-			compat, err := reg.compat()
+			client, ns, compat, err := clusterSetup(kube, &reg)
 			if err != nil {
-				return &ExitError{Code: ExitInputError, Msg: err.Error()}
-			}
-			client, ns, err := clusterClient(kube)
-			if err != nil {
-				return &ExitError{Code: ExitInputError, Msg: err.Error()}
+				return err
 			}
 			v, err := explainPod(cmd.Context(), client, ns, args[0], &reg, compat)
 			if err != nil {
@@ -94,6 +90,19 @@ there (and by which rule), and the events archfilter and the scheduler recorded.
 	reg.add(cmd)
 	addOutputFlag(cmd, &output, outputTable, outputJSON, outputYAML)
 	return cmd
+}
+
+// clusterSetup reads the flags the cluster commands share; errors are input errors.
+func clusterSetup(kube *genericclioptions.ConfigFlags, reg *registryFlags) (kubernetes.Interface, string, platform.Compat, error) {
+	compat, err := reg.compat()
+	if err != nil {
+		return nil, "", compat, &ExitError{Code: ExitInputError, Msg: err.Error()}
+	}
+	client, ns, err := clusterClient(kube)
+	if err != nil {
+		return nil, "", compat, &ExitError{Code: ExitInputError, Msg: err.Error()}
+	}
+	return client, ns, compat, nil
 }
 
 // clusterClient returns a clientset and the namespace of -n or the kubeconfig context.

@@ -107,7 +107,7 @@ func (o *checkOptions) run(ctx context.Context, kube *genericclioptions.ConfigFl
 	for _, e := range inputErrs {
 		writeLine(streams.ErrOut, "error: %v", e)
 	}
-	s, err := o.reg.newSession(ctx, kube)
+	s, err := o.reg.newSession(ctx, connector(kube))
 	if err != nil {
 		return &ExitError{Code: ExitInputError, Msg: err.Error()}
 	}

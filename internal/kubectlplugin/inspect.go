@@ -45,7 +45,7 @@ artifact or data-only image shows "any".`,
 			if err := checkOutput(output, outputTable, outputJSON, outputYAML); err != nil {
 				return err
 			}
-			s, err := reg.newSession(cmd.Context(), kube)
+			s, err := reg.newSession(cmd.Context(), connector(kube))
 			if err != nil {
 				return &ExitError{Code: ExitInputError, Msg: err.Error()}
 			}

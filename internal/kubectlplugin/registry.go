@@ -12,7 +12,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
@@ -28,6 +27,7 @@ type registryFlags struct {
 	insecure     []string // hosts reached without TLS verification, or over plain HTTP
 	cas          []string // HOST=FILE
 	pullSecret   string   // ns/name
+	forPod       string   // name of a pod in -n whose pull secrets are used
 	dockerConfig string
 	timeout      time.Duration
 	run32Bit     []string
@@ -38,6 +38,7 @@ func (f *registryFlags) add(cmd *cobra.Command) {
 	fs.StringSliceVar(&f.insecure, "insecure-registry", nil, "registry HOST[:PORT] reached without TLS verification or over plain HTTP (repeatable), as a node runtime's insecure registry")
 	fs.StringSliceVar(&f.cas, "registry-ca", nil, "HOST[:PORT]=FILE: a PEM bundle trusted for that registry only (repeatable)")
 	fs.StringVar(&f.pullSecret, "pull-secret", "", "NAMESPACE/NAME of a pull secret in the cluster to try after the docker config (needs list on secrets in NAMESPACE)")
+	fs.StringVar(&f.forPod, "for-pod", "", "POD in -n whose own pull secrets (and its service account's) are used, as the kubelet would for it")
 	fs.StringVar(&f.dockerConfig, "docker-config", "", "docker config.json with registry credentials (default: $DOCKER_CONFIG/config.json, else ~/.docker/config.json, when it exists)")
 	fs.DurationVar(&f.timeout, "timeout", resolver.DefaultResolveTimeout, "time limit for resolving one image")
 	fs.StringSliceVar(&f.run32Bit, "run-32bit", nil, "host architectures that run their 32-bit counterpart's images ("+platform.AMD64Runs386+", "+platform.ARM64RunsARM+"), as ArchFilterArgs.run32BitImagesOn")
@@ -69,34 +70,39 @@ func (s *session) resolve(ctx context.Context, image string) resolver.Result {
 
 // newSession builds the resolver and the credentials from the flags. The cluster is only
 // contacted for --pull-secret.
-func (f *registryFlags) newSession(ctx context.Context, kube *genericclioptions.ConfigFlags) (*session, error) {
+// connectFunc returns a clientset and the namespace of -n or the kubeconfig context.
+type connectFunc func() (kubernetes.Interface, string, error)
+
+func (f *registryFlags) newSession(ctx context.Context, connect connectFunc) (*session, error) {
 	var client kubernetes.Interface = fake.NewClientset()
-	ns := metav1.NamespaceDefault
-	if f.pullSecret != "" {
-		secretNS, _, err := f.pullSecretName()
+	// The store answers per pod: without --for-pod a stand-in pod with no pull secrets
+	// of its own gets the docker config and the global pull secret.
+	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: metav1.NamespaceDefault, Name: "kubectl-archfilter"}}
+	if f.pullSecret != "" || f.forPod != "" {
+		c, ns, err := connect()
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("--pull-secret/--for-pod: %w", err)
 		}
-		cfg, err := kube.ToRESTConfig()
-		if err != nil {
-			return nil, fmt.Errorf("--pull-secret %s: kubeconfig: %w", f.pullSecret, err)
+		client = c
+		switch {
+		case f.forPod != "":
+			if pod, err = client.CoreV1().Pods(ns).Get(ctx, f.forPod, metav1.GetOptions{}); err != nil {
+				return nil, fmt.Errorf("--for-pod: pod %s/%s: %w", ns, f.forPod, err)
+			}
+		default:
+			if pod.Namespace, _, err = f.pullSecretName(); err != nil {
+				return nil, err
+			}
 		}
-		if client, err = kubernetes.NewForConfig(cfg); err != nil {
-			return nil, fmt.Errorf("--pull-secret %s: %w", f.pullSecret, err)
-		}
-		ns = secretNS
 	}
-	// The store answers per pod: a stand-in pod in the secret's namespace with no pull
-	// secrets of its own gets the docker config and the global pull secret.
-	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "kubectl-archfilter"}}
 	creds, problems, err := f.credentialsFor(ctx, client, pod)
 	if err != nil {
 		return nil, err
 	}
 	var kept []string
 	for _, p := range problems {
-		// The stand-in pod's service account is not a source the user asked for.
-		if !strings.HasPrefix(p, "serviceaccount ") {
+		// A stand-in pod's service account is not a source the user asked for.
+		if f.forPod != "" || !strings.HasPrefix(p, "serviceaccount ") {
 			kept = append(kept, p)
 		}
 	}

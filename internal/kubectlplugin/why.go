@@ -105,6 +105,11 @@ func clusterSetup(kube *genericclioptions.ConfigFlags, reg *registryFlags) (kube
 	return client, ns, compat, nil
 }
 
+// connector connects to the cluster of the kubeconfig flags when called.
+func connector(kube *genericclioptions.ConfigFlags) connectFunc {
+	return func() (kubernetes.Interface, string, error) { return clusterClient(kube) }
+}
+
 // clusterClient returns a clientset and the namespace of -n or the kubeconfig context.
 func clusterClient(kube *genericclioptions.ConfigFlags) (kubernetes.Interface, string, error) {
 	cfg, err := kube.ToRESTConfig()

@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/archfilter/archfilter/internal/registrytest"
@@ -123,5 +124,45 @@ func TestEventReasonsMatchThePlugin(t *testing.T) {
 		if !slices.Contains(archfilterEventReasons, r) {
 			t.Errorf("why does not show events with reason %q", r)
 		}
+	}
+}
+
+// TestForPod resolves with a pod's own pull secret (inspect --for-pod), on the fake clientset.
+func TestForPod(t *testing.T) {
+	m := registrytest.NewMemory(t, registrytest.WithBasicAuth("puller", "pw"))
+	fx := pushFixtures(t, m)
+	t.Setenv("DOCKER_CONFIG", t.TempDir())
+	auth := base64.StdEncoding.EncodeToString([]byte("puller:pw"))
+	client := fake.NewClientset(
+		&v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop"}, Spec: v1.PodSpec{ImagePullSecrets: []v1.LocalObjectReference{{Name: "regcred"}}}},
+		&v1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Name: "regcred", Namespace: "shop"},
+			Type:       v1.SecretTypeDockerConfigJson,
+			Data:       map[string][]byte{v1.DockerConfigJsonKey: []byte(fmt.Sprintf(`{"auths":{%q:{"auth":%q}}}`, fx.host, auth))},
+		},
+	)
+	connect := func() (kubernetes.Interface, string, error) { return client, "shop", nil }
+	for _, tc := range []struct {
+		name, pod string
+		wantErr   bool
+	}{
+		{name: "anonymous", wantErr: true},
+		{name: "the pod's pull secret", pod: "web"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			reg := &registryFlags{insecure: []string{fx.host}, timeout: 10 * time.Second, forPod: tc.pod}
+			s, err := reg.newSession(context.Background(), connect)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res := s.resolve(context.Background(), fx.multiRef)
+			if (res.Err != nil) != tc.wantErr {
+				t.Errorf("resolve: err %v, want error: %v", res.Err, tc.wantErr)
+			}
+		})
+	}
+	reg := &registryFlags{forPod: "gone", timeout: time.Second}
+	if _, err := reg.newSession(context.Background(), connect); err == nil || !strings.Contains(err.Error(), "shop/gone") {
+		t.Errorf("missing pod: got %v, want an error naming it", err)
 	}
 }

@@ -68,12 +68,17 @@ func (s *session) resolve(ctx context.Context, image string) resolver.Result {
 	return s.resolver.Resolve(ctx, resolver.Request{Image: image, Credentials: s.credentials})
 }
 
-// newSession builds the resolver and the credentials from the flags. The cluster is only
-// contacted for --pull-secret.
 // connectFunc returns a clientset and the namespace of -n or the kubeconfig context.
 type connectFunc func() (kubernetes.Interface, string, error)
 
+// newSession builds the resolver and the credentials from the flags. The cluster is only
+// contacted for --pull-secret and --for-pod.
 func (f *registryFlags) newSession(ctx context.Context, connect connectFunc) (*session, error) {
+	if f.pullSecret != "" {
+		if _, _, err := f.pullSecretName(); err != nil {
+			return nil, err
+		}
+	}
 	var client kubernetes.Interface = fake.NewClientset()
 	// The store answers per pod: without --for-pod a stand-in pod with no pull secrets
 	// of its own gets the docker config and the global pull secret.

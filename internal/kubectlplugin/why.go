@@ -51,10 +51,12 @@ type eventView struct {
 // whyView is what why prints.
 type whyView struct {
 	workloadView
-	NodeName       string      `json:"nodeName,omitempty"`
-	OwnConstraints string      `json:"ownConstraints"`
-	Nodes          []nodeGroup `json:"nodes"`
-	Events         []eventView `json:"events"`
+	NodeName       string `json:"nodeName,omitempty"`
+	OwnConstraints string `json:"ownConstraints"`
+	// CredentialProblems are pull secrets that could not be used.
+	CredentialProblems []string    `json:"credentialProblems,omitempty"`
+	Nodes              []nodeGroup `json:"nodes"`
+	Events             []eventView `json:"events"`
 }
 
 func newWhyCommand(kube *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
@@ -144,6 +146,7 @@ func explainPod(ctx context.Context, client kubernetes.Interface, ns, name strin
 	results := resolveWorkloadImages(ctx, s, []workload{w})
 	v := &whyView{workloadView: evaluate(w, results, compat, nil, false), NodeName: pod.Spec.NodeName}
 	v.OwnConstraints = describeConstraint(podplatform.OwnConstraintOf(pod))
+	v.CredentialProblems = problems
 
 	nodes, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
@@ -257,6 +260,9 @@ func printWhy(streams genericiooptions.IOStreams, format outputFormat, v *whyVie
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	for _, p := range v.CredentialProblems {
+		writeLine(w, "Credentials: skipped %s", p)
 	}
 	writeLine(w, "Own constraints: %s", v.OwnConstraints)
 	writeLine(w, "Runs on: %s", setString(v.allowed))

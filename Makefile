@@ -12,6 +12,7 @@ BINARY         ?= $(BIN_DIR)/archfilter-scheduler
 FLAVOUR_K8S134 := k8s1.34
 K8S134_GOFLAGS := -modfile=go.k8s1.34.mod -tags=k8s1.34
 BINARY_K8S134  ?= $(BIN_DIR)/archfilter-scheduler-$(FLAVOUR_K8S134)
+BINARY_PLACEMENT ?= $(BIN_DIR)/archfilter-placement
 IMAGE          ?= archfilter/archfilter-scheduler
 PLATFORMS      ?= linux/amd64,linux/arm64,linux/ppc64le,linux/s390x
 GO             ?= go
@@ -67,7 +68,7 @@ build-main: ## Build bin/archfilter-scheduler: the main line, Kubernetes $(KUBE_
 
 .PHONY: build-placement
 build-placement: ## Build bin/archfilter-placement: the placement mode's companion (main line; docs/placement.md).
-	CGO_ENABLED=0 $(GO) build $(TRIMPATH) -ldflags "$(LDFLAGS)" -o $(BIN_DIR)/archfilter-placement ./cmd/archfilter-placement
+	CGO_ENABLED=0 $(GO) build $(TRIMPATH) -ldflags "$(LDFLAGS)" -o $(BINARY_PLACEMENT) ./cmd/archfilter-placement
 
 .PHONY: build-cli
 build-cli: ## Build bin/kubectl-archfilter: the kubectl plugin (docs/kubectl-plugin.md).
@@ -82,12 +83,14 @@ ldflags: ## Print the -ldflags used by build (for the Dockerfile and scripts).
 	@echo '$(LDFLAGS)'
 
 # Image tags name the flavour: $(VERSION) is the main line, $(VERSION)-k8s1.34
-# the Kubernetes 1.34 build with scheduler-plugins.
+# the Kubernetes 1.34 build with scheduler-plugins. The placement mode's
+# companion is its own image, $(PLACEMENT_IMAGE):$(VERSION).
 IMAGE_PLATFORMS ?= $(PLATFORMS)
-IMAGE_FLAVOURS  ?= main k8s1.34
+IMAGE_FLAVOURS  ?= main k8s1.34 placement
+PLACEMENT_IMAGE ?= $(patsubst %-scheduler,%,$(IMAGE))-placement
 .PHONY: image
-image: ## Build the multi-arch image of each flavour without a container engine and push it to $(IMAGE):$(VERSION)[-k8s1.34] (IMAGE=registry/name, REGISTRY_CA=PEM for a private CA).
-	IMAGE=$(IMAGE) VERSION=$(VERSION) GIT_COMMIT=$(GIT_COMMIT) BUILD_DATE=$(BUILD_DATE) \
+image: ## Build the multi-arch image of each flavour without a container engine and push it to $(IMAGE):$(VERSION)[-k8s1.34], and the placement companion's to $(PLACEMENT_IMAGE):$(VERSION) (IMAGE=registry/name, REGISTRY_CA=PEM for a private CA).
+	IMAGE=$(IMAGE) PLACEMENT_IMAGE=$(PLACEMENT_IMAGE) VERSION=$(VERSION) GIT_COMMIT=$(GIT_COMMIT) BUILD_DATE=$(BUILD_DATE) \
 		IMAGE_PLATFORMS=$(IMAGE_PLATFORMS) IMAGE_FLAVOURS="$(IMAGE_FLAVOURS)" hack/image/image.sh
 
 .PHONY: docker-image
@@ -110,16 +113,16 @@ OVERLAY        ?= secondary
 DIST           ?= dist
 
 .PHONY: deploy
-deploy: ## kubectl apply -k manifests/overlays/$(OVERLAY) with the image $(IMAGE):$(VERSION) (-k8s1.34 for that overlay); OVERLAY=secondary|secondary-k8s1.34|kubeadm-replacement.
-	IMAGE=$(IMAGE) VERSION=$(VERSION) OVERLAY=$(OVERLAY) hack/deploy/deploy.sh apply
+deploy: ## kubectl apply -k manifests/overlays/$(OVERLAY) with the image $(IMAGE):$(VERSION) (-k8s1.34 for that overlay; $(PLACEMENT_IMAGE):$(VERSION) for placement); OVERLAY=secondary|secondary-k8s1.34|kubeadm-replacement|placement.
+	IMAGE=$(IMAGE) PLACEMENT_IMAGE=$(PLACEMENT_IMAGE) VERSION=$(VERSION) OVERLAY=$(OVERLAY) hack/deploy/deploy.sh apply
 
 .PHONY: undeploy
-undeploy: ## Delete what make deploy applied (and the lease); refuses while pods still name the scheduler (FORCE=1 overrides; docs/install.md).
-	IMAGE=$(IMAGE) VERSION=$(VERSION) OVERLAY=$(OVERLAY) hack/deploy/deploy.sh delete
+undeploy: ## Delete what make deploy applied (and the lease); refuses while pods still name the scheduler (FORCE=1 overrides; docs/install.md); for placement, first removes its webhook and every gate it added.
+	IMAGE=$(IMAGE) PLACEMENT_IMAGE=$(PLACEMENT_IMAGE) PLACEMENT_BIN=$(abspath $(BINARY_PLACEMENT)) VERSION=$(VERSION) OVERLAY=$(OVERLAY) hack/deploy/deploy.sh delete
 
 .PHONY: release
-release: ## VERSION=vX.Y.Z IMAGE=registry/name: both images (make image), manifests pinned by digest, the Helm chart, kubectl-archfilter archives, SHA256SUMS into $(DIST)/.
-	IMAGE=$(IMAGE) VERSION=$(VERSION) GIT_COMMIT=$(GIT_COMMIT) BUILD_DATE=$(BUILD_DATE) DIST=$(abspath $(DIST)) hack/release/release.sh
+release: ## VERSION=vX.Y.Z IMAGE=registry/name: the images (make image: both flavours and the placement companion), manifests pinned by digest, the Helm chart, kubectl-archfilter archives, SHA256SUMS into $(DIST)/.
+	IMAGE=$(IMAGE) PLACEMENT_IMAGE=$(PLACEMENT_IMAGE) VERSION=$(VERSION) GIT_COMMIT=$(GIT_COMMIT) BUILD_DATE=$(BUILD_DATE) DIST=$(abspath $(DIST)) hack/release/release.sh
 
 ##@ Test
 
@@ -168,7 +171,7 @@ CHART_TEST_DIR := charts/archfilter/test
 CHART_CLUSTER  := archfilter-chart
 
 .PHONY: test-chart
-test-chart: build-main ## The Helm chart (charts/archfilter/test): lint, render, schema, alert rules (promtool), install/upgrade/uninstall on a local KWOK cluster.
+test-chart: build-main build-placement ## The Helm chart (charts/archfilter/test): lint, render, schema, alert rules (promtool), install/upgrade/uninstall on a local KWOK cluster.
 	hack/install-test-deps.sh
 	@set +o errexit; \
 	kubeconfig=$$(CLUSTER_NAME=$(CHART_CLUSTER) ARCHFILTER_SCHEDULER_BINARY=$(abspath $(BINARY)) hack/cluster/up.sh) || exit 1; \

@@ -3,7 +3,8 @@
 # engine and pushes it: cross-compiles the scheduler per platform (make
 # build-FLAVOUR with GOOS/GOARCH), then hack/image (internal/ociimage) assembles
 # the OCI index and pushes it to $IMAGE:$VERSION (main line) and
-# $IMAGE:$VERSION-k8s1.34. `make image` runs it.
+# $IMAGE:$VERSION-k8s1.34; the placement mode's companion likewise to
+# $PLACEMENT_IMAGE:$VERSION. `make image` runs it.
 #
 # Environment (make image sets them):
 #   IMAGE            registry/name to push to, e.g. 127.0.0.1:5001/archfilter/archfilter-scheduler
@@ -11,7 +12,9 @@
 #   GIT_COMMIT, BUILD_DATE   stamped into binaries and labels; BUILD_DATE is also
 #                    the image's creation time (the commit's time: reproducible)
 #   IMAGE_PLATFORMS  comma-separated, default linux/amd64,linux/arm64,linux/ppc64le,linux/s390x
-#   IMAGE_FLAVOURS   space-separated, default "main k8s1.34"
+#   IMAGE_FLAVOURS   space-separated, default "main k8s1.34 placement"
+#   PLACEMENT_IMAGE  registry/name of the companion, default $IMAGE with
+#                    -placement in place of its -scheduler suffix
 #   REGISTRY_CA      PEM CA of the registry's certificate (local registries), optional
 #   IMAGE_LAYOUT     also write each index as an OCI layout under this directory, optional
 set -euo pipefail
@@ -20,17 +23,23 @@ cd "$ROOT"
 
 : "${IMAGE:?set IMAGE=registry/name}" "${VERSION:?}" "${GIT_COMMIT:?}" "${BUILD_DATE:?}"
 IMAGE_PLATFORMS=${IMAGE_PLATFORMS:-linux/amd64,linux/arm64,linux/ppc64le,linux/s390x}
-IMAGE_FLAVOURS=${IMAGE_FLAVOURS:-main k8s1.34}
+IMAGE_FLAVOURS=${IMAGE_FLAVOURS:-main k8s1.34 placement}
+PLACEMENT_IMAGE=${PLACEMENT_IMAGE:-${IMAGE%-scheduler}-placement}
 OUT=${ARCHFILTER_CACHE:-$ROOT/.cache}/image
 MAKE=${MAKE:-make}
 
 log() { printf '\033[1;34m==>\033[0m %s\n' "$*" >&2; }
 
 for flavour in $IMAGE_FLAVOURS; do
+  image=$IMAGE name=archfilter-scheduler target=build-$flavour
+  description="kube-scheduler with the ArchFilter plugin ($flavour flavour)"
   case $flavour in
     main) tag=$VERSION ;;
     k8s1.34) tag=$VERSION-k8s1.34 ;;
-    *) echo "IMAGE_FLAVOURS: unknown flavour $flavour (main, k8s1.34)" >&2; exit 2 ;;
+    placement)
+      tag=$VERSION image=$PLACEMENT_IMAGE name=archfilter-placement
+      description="ArchFilter's placement mode: writes the node affinity pods' images need" ;;
+    *) echo "IMAGE_FLAVOURS: unknown flavour $flavour (main, k8s1.34, placement)" >&2; exit 2 ;;
   esac
   args=()
   IFS=, read -ra platforms <<<"$IMAGE_PLATFORMS"
@@ -38,18 +47,19 @@ for flavour in $IMAGE_FLAVOURS; do
     IFS=/ read -r goos goarch variant <<<"$plat"
     goarm=
     if [[ $goarch == arm && -n ${variant:-} ]]; then goarm=${variant#v}; fi
-    bin=$OUT/$flavour/${plat//\//-}/archfilter-scheduler
+    bin=$OUT/$flavour/${plat//\//-}/$name
     log "$flavour: building $plat"
-    GOOS=$goos GOARCH=$goarch GOARM=$goarm $MAKE --no-print-directory "build-$flavour" \
+    GOOS=$goos GOARCH=$goarch GOARM=$goarm $MAKE --no-print-directory "$target" \
       VERSION="$VERSION" GIT_COMMIT="$GIT_COMMIT" BUILD_DATE="$BUILD_DATE" \
-      BINARY="$bin" BINARY_K8S134="$bin" >/dev/null
+      BINARY="$bin" BINARY_K8S134="$bin" BINARY_PLACEMENT="$bin" >/dev/null
     args+=(--binary "$plat=$bin")
   done
-  log "$flavour: image index $IMAGE:$tag"
-  go run ./hack/image --image "$IMAGE:$tag" "${args[@]}" \
+  log "$flavour: image index $image:$tag"
+  go run ./hack/image --image "$image:$tag" "${args[@]}" \
+    --entrypoint "/usr/local/bin/$name" \
     --created "$BUILD_DATE" \
-    --label "org.opencontainers.image.title=archfilter-scheduler" \
-    --label "org.opencontainers.image.description=kube-scheduler with the ArchFilter plugin ($flavour flavour)" \
+    --label "org.opencontainers.image.title=$name" \
+    --label "org.opencontainers.image.description=$description" \
     --label "org.opencontainers.image.version=$VERSION" \
     --label "org.opencontainers.image.revision=$GIT_COMMIT" \
     --label "org.opencontainers.image.created=$BUILD_DATE" \

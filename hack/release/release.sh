@@ -2,7 +2,8 @@
 # make release VERSION=vX.Y.Z: everything a release publishes, into $DIST
 # (default dist/):
 #   - the images of both flavours, pushed by make image to $IMAGE:$VERSION and
-#     $IMAGE:$VERSION-k8s1.34 (images.txt names them with their digests);
+#     $IMAGE:$VERSION-k8s1.34, and the placement companion's to
+#     $PLACEMENT_IMAGE:$VERSION (images.txt names them with their digests);
 #   - manifests/<overlay>.yaml for every overlay, rendered by kustomize with the
 #     image pinned by digest, manifests/kubeadm-replacement/node/ likewise, and
 #     manifests/monitoring.yaml plus grafana-dashboard.json;
@@ -41,27 +42,27 @@ start=$(date +%s)
 # 1. The images; hack/image writes REFERENCE@DIGEST of each pushed index.
 if [[ -z ${RELEASE_SKIP_IMAGES:-} ]]; then
   rm -f "$IMAGE_OUT"/*/digest
-  log "images $IMAGE:$VERSION and $IMAGE:$VERSION-k8s1.34 (make image)"
-  $MAKE --no-print-directory image IMAGE="$IMAGE" VERSION="$VERSION" IMAGE_FLAVOURS="main k8s1.34" >&2
+  log "images $IMAGE:$VERSION, $IMAGE:$VERSION-k8s1.34 and $(flavour_image placement):$VERSION (make image)"
+  $MAKE --no-print-directory image IMAGE="$IMAGE" PLACEMENT_IMAGE="$(flavour_image placement)" VERSION="$VERSION" \
+    IMAGE_FLAVOURS="main k8s1.34 placement" >&2
 fi
 declare -A digest
-for flavour in main k8s1.34; do
+for flavour in main k8s1.34 placement; do
   f=$IMAGE_OUT/$flavour/digest
   [[ -f $f ]] || die "$f missing: make image did not push the $flavour image"
   ref=$(<"$f")
   digest[$flavour]=${ref##*@}
   [[ ${digest[$flavour]} =~ ^sha256:[0-9a-f]{64}$ ]] || die "$f: $ref has no sha256 digest"
-  tag=$VERSION
-  [[ $flavour == k8s1.34 ]] && tag=$VERSION-k8s1.34
-  echo "$IMAGE:$tag@${digest[$flavour]}" >>"$DIST/images.txt"
+  echo "$(flavour_image "$flavour"):$(flavour_tag "$flavour" "$VERSION")@${digest[$flavour]}" >>"$DIST/images.txt"
 done
 
 # 2. Manifests, the image pinned by digest.
 for overlay in "${OVERLAYS[@]}"; do
-  d=${digest[$(overlay_flavour "$overlay")]}
-  pin_overlay "$work/$overlay" "$overlay" "$IMAGE" "" "$d"
+  flavour=$(overlay_flavour "$overlay")
+  d=${digest[$flavour]}
+  pin_overlay "$work/$overlay" "$overlay" "$(flavour_image "$flavour")" "" "$d"
   kustomize_build "$work/$overlay" >"$DIST/manifests/$overlay.yaml"
-  log "manifests/$overlay.yaml ($IMAGE@$d)"
+  log "manifests/$overlay.yaml ($(flavour_image "$flavour")@$d)"
 done
 pin_node_files "$DIST/manifests/kubeadm-replacement/node" "$IMAGE@${digest[main]}"
 kustomize_build "$ROOT/manifests/monitoring" >"$DIST/manifests/monitoring.yaml"

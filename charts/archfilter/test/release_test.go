@@ -59,6 +59,9 @@ func TestPinOverlay(t *testing.T) {
 		{"secondary-k8s1.34", "v1.2.3-k8s1.34", "", image + ":v1.2.3-k8s1.34"},
 		{"secondary", "", digest, image + "@" + digest},
 		{"secondary-k8s1.34", "", digest, image + "@" + digest},
+		// The companion's overlay names archfilter/archfilter-placement.
+		{"placement", "v1.2.3", "", image + ":v1.2.3"},
+		{"placement", "", digest, image + "@" + digest},
 	} {
 		t.Run(tc.overlay+" "+tc.want, func(t *testing.T) {
 			dir := t.TempDir()
@@ -80,6 +83,27 @@ func TestPinOverlay(t *testing.T) {
 			}
 		})
 	}
+	t.Run("image and tag per flavour", func(t *testing.T) {
+		for _, tc := range []struct{ overlay, env, want string }{
+			{"secondary", "", "registry.example.com/archfilter-scheduler:v1.2.3"},
+			{"kubeadm-replacement", "", "registry.example.com/archfilter-scheduler:v1.2.3"},
+			{"secondary-k8s1.34", "", "registry.example.com/archfilter-scheduler:v1.2.3-k8s1.34"},
+			{"placement", "", "registry.example.com/archfilter-placement:v1.2.3"},
+			{"placement", "PLACEMENT_IMAGE=other.example.com/p", "other.example.com/p:v1.2.3"},
+		} {
+			env := []string{"OVERLAY=" + tc.overlay, "IMAGE=registry.example.com/archfilter-scheduler"}
+			if tc.env != "" {
+				env = append(env, tc.env)
+			}
+			out, err := deployLib(t, `f=$(overlay_flavour "$OVERLAY"); echo "$(flavour_image "$f"):$(flavour_tag "$f" v1.2.3)"`, env...)
+			if err != nil {
+				t.Fatalf("%v: %s", err, err.(*exec.ExitError).Stderr)
+			}
+			if got := strings.TrimSpace(out); got != tc.want {
+				t.Errorf("%s %s: %s, want %s", tc.overlay, tc.env, got, tc.want)
+			}
+		}
+	})
 	t.Run("kubeadm node files", func(t *testing.T) {
 		dir := t.TempDir()
 		ref := image + "@" + digest

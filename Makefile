@@ -147,8 +147,9 @@ test-unit: ## Unit tests of both flavours (no network, no control plane).
 
 # The packages with concurrency of their own: the resolver (workers, cache,
 # singleflight), its transport (breakers, limits) and the plugin (held pods,
-# timers, informers). Tests in *race_test.go files run only here.
-RACE_PKGS      := ./pkg/resolver/... ./pkg/plugins/...
+# timers, informers) and the placement mode (webhook, certificate renewal,
+# controller workers). Tests in *race_test.go files run only here.
+RACE_PKGS      := ./pkg/resolver/... ./pkg/plugins/... ./internal/placement/...
 
 .PHONY: test-race
 test-race: ## Race detector on the packages with concurrency (main line).

@@ -4,6 +4,7 @@
 package kubectlplugin
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -55,7 +56,23 @@ func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
 	cmd.SetErr(streams.ErrOut)
 	kube.AddFlags(cmd.PersistentFlags())
 	cmd.AddCommand(newInspectCommand(kube, streams), newCheckCommand(kube, streams), newWhyCommand(kube, streams), newReportCommand(kube, streams))
+	for _, sub := range cmd.Commands() {
+		stopWhenDone(sub)
+	}
 	return cmd
+}
+
+// stopWhenDone cancels the command's context when it returns, so the informers that read
+// pull secrets and service accounts end their watches then, also when the command runs
+// inside a longer-lived process (a test, or a program embedding it).
+func stopWhenDone(cmd *cobra.Command) {
+	run := cmd.RunE
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		ctx, cancel := context.WithCancel(cmd.Context())
+		defer cancel()
+		cmd.SetContext(ctx)
+		return run(cmd, args)
+	}
 }
 
 // outputFormat is the -o flag's value.

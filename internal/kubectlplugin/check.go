@@ -168,8 +168,8 @@ func evaluate(w workload, results map[string]resolver.Result, compat platform.Co
 			next := common.Intersect(compat.Expand(res.Platforms))
 			if blocking < 0 && next.IsEmpty() {
 				blocking = len(v.Images)
-				v.Blocking = fmt.Sprintf("%s %s (%s) runs on %s only; the images before it on %s",
-					img.Kind, img.Name, img.Reference, setString(res.Platforms), setString(common))
+				v.Blocking = fmt.Sprintf("%s runs on %s only; the images before it on %s",
+					img, setString(res.Platforms), setString(common))
 			}
 			common = next
 		}

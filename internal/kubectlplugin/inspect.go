@@ -3,7 +3,6 @@ package kubectlplugin
 import (
 	"context"
 	"fmt"
-	"sync"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/sync/errgroup"
@@ -20,10 +19,24 @@ const maxConcurrentImages = 8
 // imageView is what inspect prints for one image.
 type imageView struct {
 	Image string `json:"image"`
-	// Digest is the manifest (index or image) the answer was read from.
+	// Digest is the manifest (index or image) the reference names.
 	Digest string `json:"digest,omitempty"`
 	setView
-	Error string `json:"error,omitempty"`
+	// Manifests are the entries the platforms were read from, each with its own digest;
+	// attestations and artifacts are marked as such.
+	Manifests []manifestView `json:"manifests,omitempty"`
+	Error     string         `json:"error,omitempty"`
+}
+
+// manifestView is one entry of an image's manifest tree.
+type manifestView struct {
+	Kind     resolver.ManifestKind `json:"kind"`
+	Digest   string                `json:"digest"`
+	Platform *platformView         `json:"platform,omitempty"`
+	// ArtifactType is an artifact's type (or its config's media type).
+	ArtifactType string `json:"artifactType,omitempty"`
+	// Refers is the digest of the image entry an attestation describes.
+	Refers string `json:"refers,omitempty"`
 }
 
 func newInspectCommand(kube *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
@@ -35,9 +48,10 @@ func newInspectCommand(kube *genericclioptions.ConfigFlags, streams genericioopt
 		Use:   "inspect IMAGE...",
 		Short: "Show the platforms each image runs on, read from its registry manifest",
 		Long: `Show the platforms (os/architecture/variant, os.version for Windows) each image runs
-on, and the digest of the manifest they were read from. Attestation manifests and
-unknown/unknown entries of an index are not platforms and are left out; an OCI
-artifact or data-only image shows "any".`,
+on, with the digest of each platform's manifest and of the index that lists them.
+Attestation manifests (unknown/unknown entries of an index, e.g. buildx provenance)
+and OCI artifacts are listed as such: they are not platforms, and an image that is
+only an artifact or data (a Helm chart, a wasm module) runs "any"where.`,
 		Example: `  kubectl archfilter inspect nginx:1.27 registry.example.com/app:v1
   kubectl archfilter inspect --insecure-registry localhost:5000 localhost:5000/app:dev -o json`,
 		Args: cobra.MinimumNArgs(1),
@@ -52,7 +66,7 @@ artifact or data-only image shows "any".`,
 			for _, p := range s.problems {
 				writeLine(streams.ErrOut, "warning: credentials: %s", p)
 			}
-			views := imageViews(args, resolveAll(cmd.Context(), s, args))
+			views := concurrently(args, func(image string) imageView { return describeImage(cmd.Context(), s, image) })
 			return printImages(streams, outputFormat(output), views)
 		},
 	}
@@ -64,37 +78,45 @@ artifact or data-only image shows "any".`,
 // resolveAll resolves the distinct images concurrently, at most maxConcurrentImages at a
 // time.
 func resolveAll(ctx context.Context, s *session, images []string) map[string]resolver.Result {
-	results := make(map[string]resolver.Result, len(images))
-	var (
-		mu sync.Mutex
-		g  errgroup.Group
-	)
+	results := concurrently(images, func(image string) resolver.Result { return s.resolve(ctx, image) })
+	byImage := make(map[string]resolver.Result, len(images))
+	for i, image := range images {
+		byImage[image] = results[i]
+	}
+	return byImage
+}
+
+// concurrently calls fn for each item, at most maxConcurrentImages at a time, and
+// returns the answers in the items' order.
+func concurrently[T any](items []string, fn func(string) T) []T {
+	out := make([]T, len(items))
+	var g errgroup.Group
 	g.SetLimit(maxConcurrentImages)
-	for _, image := range images {
+	for i, item := range items {
 		g.Go(func() error {
-			res := s.resolve(ctx, image)
-			mu.Lock()
-			results[image] = res
-			mu.Unlock()
+			out[i] = fn(item)
 			return nil
 		})
 	}
 	_ = g.Wait()
-	return results
+	return out
 }
 
-func imageViews(images []string, results map[string]resolver.Result) []imageView {
-	views := make([]imageView, len(images))
-	for i, image := range images {
-		res := results[image]
-		views[i] = imageView{Image: image, Digest: res.Digest}
-		if res.Err != nil {
-			views[i].Error = res.Err.Error()
-		} else {
-			views[i].setView = viewOf(res.Platforms)
-		}
+func describeImage(ctx context.Context, s *session, image string) imageView {
+	d, err := s.describe(ctx, image)
+	if err != nil {
+		return imageView{Image: image, Error: err.Error()}
 	}
-	return views
+	v := imageView{Image: image, Digest: d.Digest, setView: viewOf(d.Platforms)}
+	for _, m := range d.Manifests {
+		mv := manifestView{Kind: m.Kind, Digest: m.Digest, ArtifactType: m.ArtifactType, Refers: m.Refers}
+		if m.Kind == resolver.ManifestImage {
+			p := platformViewOf(m.Platform)
+			mv.Platform = &p
+		}
+		v.Manifests = append(v.Manifests, mv)
+	}
+	return v
 }
 
 func printImages(streams genericiooptions.IOStreams, format outputFormat, views []imageView) error {
@@ -107,18 +129,30 @@ func printImages(streams genericiooptions.IOStreams, format outputFormat, views 
 	}
 	if format == outputTable {
 		tw := newTable(streams.Out)
-		fmt.Fprintln(tw, "IMAGE\tPLATFORM\tOS.VERSION\tDIGEST")
+		fmt.Fprintln(tw, "IMAGE\tENTRY\tPLATFORM\tOS.VERSION\tDIGEST")
 		for _, v := range views {
-			switch {
-			case v.Error != "":
-				fmt.Fprintf(tw, "%s\t<error>\t\t%s\n", v.Image, v.Digest)
-			case v.Any:
-				fmt.Fprintf(tw, "%s\tany (artifact or data-only)\t\t%s\n", v.Image, v.Digest)
-			default:
-				for _, p := range v.Platforms {
-					name := platform.Platform{OS: p.OS, Architecture: p.Architecture, Variant: p.Variant}.String()
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", v.Image, name, p.OSVersion, v.Digest)
+			if v.Error != "" {
+				fmt.Fprintf(tw, "%s\t<error>\t\t\t\n", v.Image)
+				continue
+			}
+			if len(v.Manifests) != 1 || v.Manifests[0].Digest != v.Digest {
+				fmt.Fprintf(tw, "%s\tindex\t%s\t\t%s\n", v.Image, v.setView, v.Digest)
+			}
+			for _, m := range v.Manifests {
+				var name, osVersion string
+				switch m.Kind {
+				case resolver.ManifestImage:
+					name = platform.Platform{OS: m.Platform.OS, Architecture: m.Platform.Architecture, Variant: m.Platform.Variant}.String()
+					osVersion = m.Platform.OSVersion
+				case resolver.ManifestAttestation:
+					name = "of " + shortDigest(m.Refers)
+				case resolver.ManifestArtifact:
+					name = "any (artifact)"
+					if m.ArtifactType != "" {
+						name = "any (" + m.ArtifactType + ")"
+					}
 				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", v.Image, m.Kind, name, osVersion, m.Digest)
 			}
 		}
 		if err := tw.Flush(); err != nil {

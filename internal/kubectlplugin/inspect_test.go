@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/archfilter/archfilter/internal/registrytest"
+	"github.com/archfilter/archfilter/pkg/resolver"
 )
 
 func TestInspect(t *testing.T) {
@@ -25,18 +26,36 @@ func TestInspect(t *testing.T) {
 		t.Fatalf("decoding -o json: %v\n%s", err, stdout)
 	}
 	lin := func(arch string) platformView { return platformView{OS: "linux", Architecture: arch} }
+	image := func(digest, arch string) manifestView {
+		p := lin(arch)
+		return manifestView{Kind: resolver.ManifestImage, Digest: digest, Platform: &p}
+	}
 	want := []imageView{
-		{Image: fx.multiRef, Digest: fx.multi.Digest, setView: setView{Platforms: []platformView{lin("amd64"), lin("arm64")}}},
-		{Image: fx.amdRef, Digest: fx.amd.Digest, setView: setView{Platforms: []platformView{lin("amd64")}}},
-		// The attestation manifests (unknown/unknown) are not platforms.
+		{Image: fx.multiRef, Digest: fx.multi.Digest, setView: setView{Platforms: []platformView{lin("amd64"), lin("arm64")}},
+			Manifests: []manifestView{image(fx.multi.Children[0].Digest, "amd64"), image(fx.multi.Children[1].Digest, "arm64")}},
+		{Image: fx.amdRef, Digest: fx.amd.Digest, setView: setView{Platforms: []platformView{lin("amd64")}},
+			Manifests: []manifestView{image(fx.amd.Digest, "amd64")}},
+		// The attestation manifests (unknown/unknown) are not platforms; they are listed
+		// as attestations of the entry they describe (their own digests checked below).
 		{Image: fx.att.Ref, Digest: fx.att.Digest, setView: setView{Platforms: []platformView{lin("amd64"), lin("arm64")}}},
-		{Image: fx.chart.Ref, Digest: fx.chart.Digest, setView: setView{Any: true}},
+		{Image: fx.chart.Ref, Digest: fx.chart.Digest, setView: setView{Any: true},
+			Manifests: []manifestView{{Kind: resolver.ManifestArtifact, Digest: fx.chart.Digest, ArtifactType: "application/vnd.cncf.helm.config.v1+json"}}},
 	}
 	if len(got.Images) != 5 {
 		t.Fatalf("got %d images, want 5: %s", len(got.Images), stdout)
 	}
+	att := got.Images[2].Manifests
+	got.Images[2].Manifests = nil
 	if diff := cmp.Diff(want, got.Images[:4], cmp.AllowUnexported(imageView{})); diff != "" {
 		t.Errorf("images (-want,+got):\n%s", diff)
+	}
+	var attKinds []string
+	for _, m := range att {
+		attKinds = append(attKinds, string(m.Kind)+" "+m.Refers)
+	}
+	wantKinds := []string{"image ", "attestation " + fx.att.Children[0].Digest, "image ", "attestation " + fx.att.Children[1].Digest}
+	if diff := cmp.Diff(wantKinds, attKinds); diff != "" {
+		t.Errorf("attested image's entries: kind and the entry each attestation describes (-want,+got):\n%s", diff)
 	}
 	if e := got.Images[4]; e.Image != missing || !strings.Contains(e.Error, "missing") {
 		t.Errorf("missing image: got %+v, want an error naming the image", e)
@@ -54,9 +73,10 @@ func TestInspectTable(t *testing.T) {
 		t.Fatalf("exit status %d; stderr:\n%s", code, stderr)
 	}
 	for _, row := range [][]string{
-		{fx.multiRef, "linux/amd64", fx.multi.Digest},
-		{fx.multiRef, "linux/arm64", fx.multi.Digest},
-		{fx.armRef, "linux/arm/v7", fx.armv7.Digest},
+		{fx.multiRef, "index", "linux/amd64,linux/arm64", fx.multi.Digest},
+		{fx.multiRef, "image", "linux/amd64", fx.multi.Children[0].Digest},
+		{fx.multiRef, "image", "linux/arm64", fx.multi.Children[1].Digest},
+		{fx.armRef, "image", "linux/arm/v7", fx.armv7.Digest},
 	} {
 		if !hasRow(stdout, row...) {
 			t.Errorf("no row with %q in:\n%s", row, stdout)

@@ -3,6 +3,8 @@ package kubectlplugin
 import (
 	"encoding/json"
 	"io"
+	"slices"
+	"strings"
 	"text/tabwriter"
 
 	"sigs.k8s.io/yaml"
@@ -32,9 +34,40 @@ func viewOf(s platform.Set) setView {
 	}
 	v := setView{Platforms: []platformView{}}
 	for _, p := range s.Platforms() {
-		v.Platforms = append(v.Platforms, platformView{OS: p.OS, Architecture: p.Architecture, Variant: p.Variant, OSVersion: p.OSVersion, OSFeatures: p.OSFeatures})
+		v.Platforms = append(v.Platforms, platformViewOf(p))
 	}
 	return v
+}
+
+func platformViewOf(p platform.Platform) platformView {
+	return platformView{OS: p.OS, Architecture: p.Architecture, Variant: p.Variant, OSVersion: p.OSVersion, OSFeatures: p.OSFeatures}
+}
+
+// String is the set for a table cell, as setString writes it.
+func (v setView) String() string {
+	if v.Any {
+		return "any"
+	}
+	var names []string
+	for _, p := range v.Platforms {
+		name := platform.Platform{OS: p.OS, Architecture: p.Architecture, Variant: p.Variant}.String()
+		if !slices.Contains(names, name) {
+			names = append(names, name)
+		}
+	}
+	if len(names) == 0 {
+		return "none"
+	}
+	return strings.Join(names, ",")
+}
+
+// shortDigest is "sha256:" and the first 12 hex digits, as container tools abbreviate.
+func shortDigest(d string) string {
+	algo, hex, ok := strings.Cut(d, ":")
+	if !ok || len(hex) <= 12 {
+		return d
+	}
+	return algo + ":" + hex[:12]
 }
 
 // setString is a Set for a table cell: "*" reads "any" and the empty set "none".

@@ -68,6 +68,10 @@ func (s *session) resolve(ctx context.Context, image string) resolver.Result {
 	return s.resolver.Resolve(ctx, resolver.Request{Image: image, Credentials: s.credentials})
 }
 
+func (s *session) describe(ctx context.Context, image string) (resolver.Description, error) {
+	return s.resolver.Describe(ctx, resolver.Request{Image: image, Credentials: s.credentials})
+}
+
 // connectFunc returns a clientset and the namespace of -n or the kubeconfig context.
 type connectFunc func() (kubernetes.Interface, string, error)
 

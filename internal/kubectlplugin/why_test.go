@@ -99,14 +99,14 @@ func TestWhy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !v.allowed.IsEmpty() || v.Images[0].Container != "mesh" || !strings.Contains(v.Blocking, "sidecar mesh") {
+	if !v.allowed.IsEmpty() || v.Images[0].Container != "mesh" || !strings.Contains(v.Blocking, `sidecar "mesh"`) {
 		t.Errorf("without --run-32bit: want no platform and sidecar mesh named first; got %s, %+v", setString(v.allowed), v)
 	}
 	var out strings.Builder
 	if err := printWhy(genericiooptions.IOStreams{Out: &out}, outputTable, v); err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range []string{"No platform left: sidecar mesh", "ImagePlatformsResolved", "linux/arm64"} {
+	for _, s := range []string{`No platform left: sidecar "mesh"`, "ImagePlatformsResolved", "linux/arm64"} {
 		if !strings.Contains(out.String(), s) {
 			t.Errorf("table lacks %q:\n%s", s, out.String())
 		}

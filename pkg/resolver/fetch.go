@@ -58,7 +58,7 @@ func (r *Resolver) fetchFrom(ctx context.Context, req Request, ref *imageRef, ep
 	if err != nil {
 		return Result{}, r.newError(ctx, req, ep, source, err)
 	}
-	digest, set, err := newWalk(s, &r.opts).image(ctx, ref.identifier())
+	digest, set, err := newWalk(ctx, s, &r.opts).image(ctx, ref.identifier())
 	if err != nil {
 		e := r.newError(ctx, req, ep, source, err)
 		if e.Reason == ReasonUnauthorized {

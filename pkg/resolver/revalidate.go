@@ -44,7 +44,7 @@ func (r *Resolver) revalidate(ctx context.Context, req Request, ref *imageRef) (
 			return r.store(ref, scope, ep.Host, digest, d.platforms), true
 		}
 		// The tag moved, or the digest's answer was evicted.
-		_, set, err := newWalk(s, &r.opts).image(ctx, digest)
+		_, set, err := newWalk(ctx, s, &r.opts).image(ctx, digest)
 		if err != nil {
 			return Result{}, false
 		}

@@ -25,6 +25,8 @@ type walk struct {
 	// indexes already read, so a diamond costs one fetch.
 	onPath map[string]bool
 	done   map[string]found
+	// collector receives each entry read, for Describe; nil for Resolve.
+	collector *manifestCollector
 }
 
 // found is what a manifest tells about platforms: a list, or nothing at all (artifacts,
@@ -41,8 +43,9 @@ func (f found) set() platform.Set {
 	return platform.NewSet(f.platforms...)
 }
 
-func newWalk(s *session, o *Options) *walk {
+func newWalk(ctx context.Context, s *session, o *Options) *walk {
 	return &walk{
+		collector:      collectorFrom(ctx),
 		s:              s,
 		requestTimeout: o.RequestTimeout,
 		maxBytes:       o.MaxManifestBytes,
@@ -58,6 +61,7 @@ func (w *walk) requestCtx(ctx context.Context) (context.Context, context.CancelF
 // image resolves the manifest identifier names (a tag or a digest) and returns its digest
 // and platforms.
 func (w *walk) image(ctx context.Context, identifier string) (string, platform.Set, error) {
+	w.collector.reset()
 	m, err := w.getManifest(ctx, identifier)
 	if err != nil {
 		return "", platform.Set{}, err
@@ -84,13 +88,20 @@ func (w *walk) manifest(ctx context.Context, m *manifest, depth int) (found, err
 	case kindIndex:
 		return w.index(ctx, m.digest, wm, depth)
 	case kindImage:
-		return w.imageManifest(ctx, wm)
+		f, err := w.imageManifest(ctx, wm)
+		if err == nil {
+			w.recordImage(m.digest, wm, f)
+		}
+		return f, err
 	case kindSchema1:
 		if p, ok := schema1Platform(wm); ok {
+			w.collector.add(Manifest{Kind: ManifestImage, Digest: m.digest, Platform: p})
 			return found{platforms: []platform.Platform{p}}, nil
 		}
+		w.collector.add(Manifest{Kind: ManifestArtifact, Digest: m.digest})
 		return found{none: true}, nil
 	case kindArtifact:
+		w.collector.add(Manifest{Kind: ManifestArtifact, Digest: m.digest, ArtifactType: wm.ArtifactType})
 		return found{none: true}, nil
 	}
 	return found{}, invalidManifest("%s: unrecognised manifest (Content-Type %q, mediaType %q)", m.digest, m.contentType, wm.MediaType)
@@ -117,8 +128,10 @@ func (w *walk) index(ctx context.Context, digest string, wm *wireManifest, depth
 		d := &wm.Manifests[i]
 		switch {
 		case isAttestation(d):
+			w.collector.add(Manifest{Kind: ManifestAttestation, Digest: d.Digest, Refers: d.Annotations[referenceDigestAnnotation]})
 		case d.Platform != nil && d.Platform.OS != "" && d.Platform.Architecture != "":
 			out.platforms = append(out.platforms, d.Platform.platform())
+			w.collector.add(Manifest{Kind: ManifestImage, Digest: d.Digest, Platform: d.Platform.platform()})
 		case kindOfMediaType(d.MediaType) == kindIndex:
 			sub, err := w.child(ctx, d.Digest, depth+1)
 			if err != nil {
@@ -127,6 +140,8 @@ func (w *walk) index(ctx context.Context, digest string, wm *wireManifest, depth
 			out.platforms = append(out.platforms, sub.platforms...)
 		case kindOfMediaType(d.MediaType) == kindImage && d.ArtifactType == "":
 			unlabelled = append(unlabelled, d.Digest)
+		case d.ArtifactType != "":
+			w.collector.add(Manifest{Kind: ManifestArtifact, Digest: d.Digest, ArtifactType: d.ArtifactType})
 		}
 	}
 	if len(out.platforms) > 0 {
@@ -173,6 +188,22 @@ func (w *walk) child(ctx context.Context, digest string, depth int) (found, erro
 	}
 	w.done[digest] = f
 	return f, nil
+}
+
+// recordImage tells the collector what an image manifest turned out to be.
+func (w *walk) recordImage(digest string, wm *wireManifest, f found) {
+	if w.collector == nil {
+		return
+	}
+	if len(f.platforms) == 0 {
+		typ := wm.ArtifactType
+		if typ == "" && wm.Config != nil {
+			typ = wm.Config.MediaType
+		}
+		w.collector.add(Manifest{Kind: ManifestArtifact, Digest: digest, ArtifactType: typ})
+		return
+	}
+	w.collector.add(Manifest{Kind: ManifestImage, Digest: digest, Platform: f.platforms[0]})
 }
 
 // imageManifest reads a single-platform image's platform from its config blob.

@@ -6,8 +6,10 @@
 package archfilter
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 
 	v1 "k8s.io/api/core/v1"
@@ -22,6 +24,7 @@ import (
 	"github.com/archfilter/archfilter/apis/config"
 	"github.com/archfilter/archfilter/apis/config/validation"
 	"github.com/archfilter/archfilter/internal/schedfw"
+	"github.com/archfilter/archfilter/pkg/platform"
 	"github.com/archfilter/archfilter/pkg/resolver"
 	"github.com/archfilter/archfilter/pkg/version"
 )
@@ -147,8 +150,39 @@ func (pl *ArchFilter) announce(pod *v1.Pod) {
 	case len(d.failures) > 0:
 		pl.events.rejected(pod, d)
 	case d.status == nil:
-		pl.events.resolved(pod, d.set)
+		pl.events.resolved(pod, d.set, pl.exclusions(pod, d))
 	}
+}
+
+// maxExclusions bounds the node platforms an event explains.
+const maxExclusions = 4
+
+// exclusions says, for the platforms of the cluster's nodes that d does not allow
+// (at most maxExclusions), what excludes each; nil when d allows every node.
+func (pl *ArchFilter) exclusions(pod *v1.Pod, d decision) []string {
+	if d.set.IsAny() {
+		return nil
+	}
+	var excluded []platform.NodePlatform
+	allowed := allows(d.set)
+	for _, np := range pl.platforms.snapshot().platforms {
+		if !allowed(np, np.OS != "" && np.Architecture != "") {
+			excluded = append(excluded, np)
+		}
+	}
+	// In a stable order, not the order the informer delivered the nodes in.
+	slices.SortFunc(excluded, func(a, b platform.NodePlatform) int {
+		return cmp.Or(cmp.Compare(a.OS, b.OS), cmp.Compare(a.Architecture, b.Architecture), cmp.Compare(a.WindowsBuild, b.WindowsBuild))
+	})
+	var out []string
+	for _, np := range excluded {
+		if len(out) == maxExclusions {
+			out = append(out, fmt.Sprintf("and %d more platforms", len(excluded)-maxExclusions))
+			break
+		}
+		out = append(out, pl.exclusion(pod, d, np))
+	}
+	return out
 }
 
 // request builds the resolver request for one image of pod.

@@ -40,12 +40,18 @@ func (e podEvents) waiting(pod *v1.Pod, pending []string) {
 	e.record(pod, v1.EventTypeNormal, EventResolving, "Waiting for registries to report the platforms of %s", strings.Join(pending, ", "))
 }
 
-func (e podEvents) resolved(pod *v1.Pod, set platform.Set) {
+// resolved says which platforms the pod may run on and, in exclusions, what keeps it
+// off the cluster's nodes of other platforms.
+func (e podEvents) resolved(pod *v1.Pod, set platform.Set, exclusions []string) {
 	if set.IsAny() {
 		e.record(pod, v1.EventTypeNormal, EventResolved, "Images of %s run on any platform", strings.Join(podplatform.Images(pod), ", "))
 		return
 	}
-	e.record(pod, v1.EventTypeNormal, EventResolved, "Images of the pod run on %s", set.String())
+	if len(exclusions) == 0 {
+		e.record(pod, v1.EventTypeNormal, EventResolved, "Images of the pod run on %s", set.String())
+		return
+	}
+	e.record(pod, v1.EventTypeNormal, EventResolved, "Images of the pod run on %s; on the cluster's other nodes: %s", set.String(), strings.Join(exclusions, "; "))
 }
 
 func (e podEvents) rejected(pod *v1.Pod, d decision) {

@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
+	"github.com/archfilter/archfilter/apis/annotations"
 	"github.com/archfilter/archfilter/apis/config"
 	"github.com/archfilter/archfilter/internal/schedfw"
 	"github.com/archfilter/archfilter/pkg/platform"
@@ -39,9 +41,18 @@ type preFilterState struct {
 	set platform.Set
 	// allowed answers Filter: whether set allows a node.
 	allowed byPlatform[bool]
-	// rejected hands out Filter's rejection status (the message is built
-	// once per cycle).
-	rejected *rejections
+	// named hands out Filter's rejections for a node whose platform allowed's
+	// snapshot numbers, by that number. Their message names what excludes the
+	// platform, so the scheduler's FailedScheduling event counts the rejected
+	// nodes per platform and cause. Each is built by the first Filter that
+	// rejects a node of its platform, so a cycle pays only for the platforms it
+	// rejects.
+	named []atomic.Pointer[rejections]
+	// explain is the message of named's rejections for a platform.
+	explain func(platform.NodePlatform) string
+	// unnamed hands out rejections for nodes outside the snapshot (the table lags
+	// the scheduler's snapshot): their message lists set only.
+	unnamed *rejections
 	// tolerateArchTaints lets ArchAwareTaintToleration tolerate arch taints
 	// of platforms in set (archTaintToleration).
 	tolerateArchTaints bool
@@ -74,6 +85,9 @@ type decision struct {
 	unresolved string
 	// retryAt is when a cached failure expires (zero if none).
 	retryAt time.Time
+	// declared is true when the pod's archfilter.io/platforms annotation gave the
+	// images' platforms.
+	declared bool
 }
 
 // decide turns the cache's verdict into the set the pod may run on, applying
@@ -84,7 +98,7 @@ func (pl *ArchFilter) decide(pod *v1.Pod) decision {
 		return decision{status: statusf(fwk.UnschedulableAndUnresolvable, "%s: %v", ReasonInvalidAnnotation, err), metricReason: "InvalidAnnotation"}
 	}
 	set := v.set
-	d := decision{failures: v.failures}
+	d := decision{failures: v.failures, declared: v.declared}
 	if len(v.failures) > 0 || len(v.pending) > 0 {
 		d.unresolved = unresolvedSummary(v)
 		if pl.settings.failurePolicy == config.FailurePolicyFail {
@@ -96,7 +110,10 @@ func (pl *ArchFilter) decide(pod *v1.Pod) decision {
 		set = set.Intersect(pl.settings.fallback)
 	}
 	if set.IsEmpty() {
-		d.status = statusf(fwk.UnschedulableAndUnresolvable, "%s", ReasonNoCommonPlatform)
+		d.status = fwk.NewStatus(fwk.UnschedulableAndUnresolvable, ReasonNoCommonPlatform)
+		if img, before, ok := podplatform.Emptying(pod, pl.platformsOf(pod)); ok {
+			d.status = statusf(fwk.UnschedulableAndUnresolvable, "%s: %s runs on none of %s, the platforms of the images before it", ReasonNoCommonPlatform, img, before)
+		}
 		d.metricReason = "NoCommonPlatform"
 		return d
 	}
@@ -166,10 +183,14 @@ func (pl *ArchFilter) PreFilter(ctx context.Context, state fwk.CycleState, pod *
 	if d.set.IsAny() {
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
+	snap := pl.platforms.snapshot()
+	mismatch := ReasonPlatformMismatch + " (" + d.set.String() + ")"
 	state.Write(preFilterStateKey, &preFilterState{
 		set:                d.set,
-		allowed:            newByPlatform(pl.platforms.snapshot(), allows(d.set)),
-		rejected:           newRejections(ReasonPlatformMismatch + " (" + d.set.String() + ")"),
+		allowed:            newByPlatform(snap, allows(d.set)),
+		named:              make([]atomic.Pointer[rejections], len(snap.platforms)),
+		explain:            func(np platform.NodePlatform) string { return mismatch + ": " + pl.exclusion(pod, d, np) },
+		unnamed:            newRejections(mismatch),
 		tolerateArchTaints: pl.settings.archTaintToleration,
 	})
 	if v := logger.V(4); v.Enabled() {
@@ -197,24 +218,74 @@ func (pl *ArchFilter) PreFilterExtensions() schedfw.PreFilterExtensions { return
 
 // Filter rejects nodes whose os/arch (and Windows build) the pod's images do
 // not support. The accept path does not allocate, the reject path once per
-// rejectionChunk nodes. A node that reports no os/arch at all is accepted:
+// rejectionChunk nodes and, the first time in a cycle, once per rejected platform
+// for its message. A node that reports no os/arch at all is accepted:
 // there is nothing to judge it by.
 func (pl *ArchFilter) Filter(_ context.Context, state fwk.CycleState, _ *v1.Pod, nodeInfo fwk.NodeInfo) *fwk.Status {
 	s, err := readState(state)
 	if err != nil {
 		return fwk.AsStatus(err)
 	}
-	if s.allowed.of(nodeInfo.Node()) {
+	allowed, id := s.allowed.lookup(nodeInfo.Node())
+	if allowed {
 		return nil
 	}
 	nodeRejections.Inc()
-	return s.rejected.status()
+	if id < 0 {
+		return s.unnamed.status()
+	}
+	return s.namedFor(id).status()
+}
+
+// namedFor returns the rejections for the platform numbered id, building them on
+// first use. Filter runs in parallel: two goroutines may both build them, and the
+// first stored wins.
+func (s *preFilterState) namedFor(id int) *rejections {
+	if r := s.named[id].Load(); r != nil {
+		return r
+	}
+	s.named[id].CompareAndSwap(nil, newRejections(s.explain(s.allowed.snapshot.platforms[id])))
+	return s.named[id].Load()
 }
 
 // allows says whether set allows a node's platform. A node that reports no
 // os/arch is allowed: there is nothing to judge it by.
 func allows(set platform.Set) func(np platform.NodePlatform, known bool) bool {
 	return func(np platform.NodePlatform, known bool) bool { return !known || set.MatchesNode(np) }
+}
+
+// exclusion says, for a person, why a pod allowed on d.set cannot run on a node of
+// platform np: the annotation that declared the platforms, the first image that does
+// not run there, the fallback platforms of failurePolicy Ignore, or else the pod's own
+// os/arch constraints. Memory only.
+func (pl *ArchFilter) exclusion(pod *v1.Pod, d decision, node platform.NodePlatform) string {
+	np := node.String()
+	if node.WindowsBuild != "" {
+		np += " build " + node.WindowsBuild
+	}
+	if d.declared {
+		return fmt.Sprintf("its annotation %s excludes %s", annotations.Platforms, np)
+	}
+	if img, ok := podplatform.Excluding(pod, pl.platformsOf(pod), node); ok {
+		return fmt.Sprintf("%s does not run on %s", img, np)
+	}
+	if d.unresolved != "" && !pl.settings.fallback.MatchesNode(node) {
+		return fmt.Sprintf("fallbackPlatforms exclude %s while images are unresolved", np)
+	}
+	return fmt.Sprintf("its own spec.os, nodeSelector or node affinity excludes %s", np)
+}
+
+// platformsOf reads an image of pod's platforms from the resolver's cache, with the
+// compatibility rules applied, for explaining a decision.
+func (pl *ArchFilter) platformsOf(pod *v1.Pod) podplatform.PlatformsOf {
+	creds := pl.credentials.ForPod(pod)
+	return func(img podplatform.Image) (platform.Set, bool) {
+		res, ok := pl.resolver.Lookup(request(img.Reference, creds))
+		if !ok || res.Err != nil {
+			return platform.Set{}, false
+		}
+		return pl.settings.compat.Expand(res.Platforms), true
+	}
 }
 
 // resolvedPlatforms is the set the pod may run on, and false when there is

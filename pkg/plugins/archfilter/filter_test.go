@@ -138,7 +138,7 @@ func TestPreFilter(t *testing.T) {
 		{
 			name:       "images with no common platform",
 			pod:        makePod("p", imgAMD64, imgARM64).Obj(),
-			wantStatus: want(fwk.UnschedulableAndUnresolvable, ReasonNoCommonPlatform),
+			wantStatus: want(fwk.UnschedulableAndUnresolvable, ReasonNoCommonPlatform+`: container "con1" (`+imgARM64+`) runs on none of linux/amd64, the platforms of the images before it`),
 		},
 		{
 			name:       "no node of the platform (riscv64)",

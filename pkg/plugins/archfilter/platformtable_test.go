@@ -6,8 +6,10 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 
+	"github.com/archfilter/archfilter/apis/annotations"
 	"github.com/archfilter/archfilter/apis/config"
 	"github.com/archfilter/archfilter/pkg/platform"
 )
@@ -156,6 +158,76 @@ func TestFilterUsesInformerObjects(t *testing.T) {
 		current, err := lister.Get(nodeS390X)
 		return err == nil && platformIn(h.pl.platforms.snapshot(), current) == "linux/arm64"
 	})
+}
+
+// TestFilterNamesWhatExcludes: a node of a platform the table knows is rejected with a
+// message naming what excludes its platform (the scheduler's FailedScheduling event
+// counts nodes per message), and the pod with images sharing no platform names the
+// image that empties the intersection.
+func TestFilterNamesWhatExcludes(t *testing.T) {
+	ctx := testContext(t)
+	h := newHarness(t, ctx, harnessConfig{})
+	lister := h.factory.Core().V1().Nodes().Lister()
+	h.poll(ctx, "the platform table to hold every node", func() bool {
+		return len(h.pl.platforms.snapshot().ids) == len(h.nodes)
+	})
+	arm64Selector := makePod("selector", imgMulti).NodeSelector(map[string]string{v1.LabelArchStable: "arm64"}).Obj()
+	declared := makePod("declared", "registry.example.com/team/not-in-any-registry:1").Annotation(annotations.Platforms, "linux/arm64").Obj()
+	tests := []struct {
+		name string
+		pod  *v1.Pod
+		want map[string]string // node name to Filter's message; "" accepts
+	}{
+		{
+			name: "the second container excludes arm64, the first s390x",
+			pod:  makePod("p", imgMulti, imgAMD64).Obj(),
+			want: map[string]string{
+				nodeAMD64:   "",
+				nodeARM64:   mismatch("linux/amd64") + `: container "con1" (` + imgAMD64 + `) does not run on linux/arm64`,
+				nodeS390X:   mismatch("linux/amd64") + `: container "con0" (` + imgMulti + `) does not run on linux/s390x`,
+				nodeWindows: mismatch("linux/amd64") + `: container "con0" (` + imgMulti + `) does not run on windows/amd64 build 10.0.17763`,
+			},
+		},
+		{
+			name: "the pod's own nodeSelector",
+			pod:  arm64Selector,
+			want: map[string]string{
+				nodeARM64: "",
+				nodeAMD64: mismatch("linux/arm64") + ": its own spec.os, nodeSelector or node affinity excludes linux/amd64",
+			},
+		},
+		{
+			name: "the platforms annotation",
+			pod:  declared,
+			want: map[string]string{
+				nodeARM64: "",
+				nodeAMD64: mismatch("linux/arm64") + ": its annotation " + annotations.Platforms + " excludes linux/amd64",
+			},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			state := framework.NewCycleState()
+			if _, s := h.pl.PreFilter(ctx, state, tc.pod, h.infos); !s.IsSuccess() {
+				t.Fatalf("PreFilter: %v", s)
+			}
+			for name, want := range tc.want {
+				node, err := lister.Get(name)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := h.pl.Filter(ctx, state, tc.pod, nodeInfo(node)).Message(); got != want {
+					t.Errorf("node %s: Filter says %q, want %q", name, got, want)
+				}
+			}
+		})
+	}
+
+	_, s := h.pl.PreFilter(ctx, framework.NewCycleState(), makePod("p", imgMulti, imgS390X).Obj(), h.infos)
+	want := ReasonNoCommonPlatform + `: container "con1" (` + imgS390X + `) runs on none of linux/amd64,linux/arm64, the platforms of the images before it`
+	if s.Code() != fwk.UnschedulableAndUnresolvable || s.Message() != want {
+		t.Errorf("PreFilter of images sharing no platform: %v %q, want %q", s.Code(), s.Message(), want)
+	}
 }
 
 // TestScoreUsesInformerObjects: Score answers for the informer's objects from the

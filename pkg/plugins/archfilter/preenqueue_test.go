@@ -231,6 +231,10 @@ func podWithEveryKindOfImage() *v1.Pod {
 func TestPreEnqueueHoldsUntilResolved(t *testing.T) {
 	ctx := testContext(t)
 	h := newHarness(t, ctx, harnessConfig{})
+	// The resolved event explains the cluster's node platforms the pod cannot use.
+	h.poll(ctx, "the platform table to hold every node", func() bool {
+		return len(h.pl.platforms.snapshot().ids) == len(h.nodes)
+	})
 	pod := podWithEveryKindOfImage()
 	key := "default/p"
 
@@ -274,7 +278,11 @@ func TestPreEnqueueHoldsUntilResolved(t *testing.T) {
 	if diff := cmp.Diff([]string{key}, h.act.keys()); diff != "" {
 		t.Errorf("activated keys (-want,+got):\n%s", diff)
 	}
-	wantEvents := []string{"Normal " + EventResolved + " Images of the pod run on linux/arm64"}
+	// The first image (in spec order) that does not run on each other platform is named.
+	wantEvents := []string{"Normal " + EventResolved + " Images of the pod run on linux/arm64; on the cluster's other nodes: " +
+		`container "con1" (` + imgNewMain + `) does not run on linux/amd64; ` +
+		`sidecar "sidecar" (` + imgNewSidecar + `) does not run on linux/s390x; ` +
+		`init container "init" (` + imgNewInit + `) does not run on windows/amd64 build 10.0.17763`}
 	if diff := cmp.Diff(wantEvents, withReason(h.events(), EventResolved)); diff != "" {
 		t.Errorf("resolved events (-want,+got):\n%s", diff)
 	}

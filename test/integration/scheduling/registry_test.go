@@ -73,14 +73,46 @@ func TestImagesLandOnTheirPlatforms(t *testing.T) {
 	}
 }
 
-func TestImagesWithNoCommonPlatform(t *testing.T) {
+// TestMessagesNameTheImage: what a person reads names the container and image that keeps
+// the pod off a platform: the FailedScheduling message of a pod whose images share no
+// platform, per node platform when no node can run the pod, and the resolved event.
+func TestMessagesNameTheImage(t *testing.T) {
 	reg := registrytest.NewMemory(t)
 	img := pushImages(t, reg)
+	f := reg.Fixtures(t)
+	amdOrPPC := f.Index("amd64-or-ppc64le:v1", registrytest.OCI, "linux/amd64", "linux/ppc64le").Ref
+	ppcOnly := f.Image("ppc64le-only:v1", registrytest.OCI, "linux/ppc64le").Ref
 	c := startCluster(t, "failurePolicy: Fail", "")
 	mixedNodes(c)
+
 	c.pod("amd-and-arm", []string{img.amd64Only, img.arm64Only})
-	if msg := c.unschedulableMessage("amd-and-arm"); !strings.Contains(msg, archfilter.ReasonNoCommonPlatform) {
-		t.Errorf("message %q does not contain %q", msg, archfilter.ReasonNoCommonPlatform)
+	msg := c.unschedulableMessage("amd-and-arm")
+	t.Logf("amd-and-arm: %s", msg)
+	if want := archfilter.ReasonNoCommonPlatform + `: container "c1" (` + img.arm64Only + `) runs on none of linux/amd64`; !strings.Contains(msg, want) {
+		t.Errorf("message %q does not contain %q", msg, want)
+	}
+
+	// The pod runs on linux/ppc64le only, and the cluster has no such node: each node
+	// platform is counted with the first image that does not run there.
+	c.pod("ppc", []string{amdOrPPC, ppcOnly})
+	msg = c.unschedulableMessage("ppc")
+	t.Logf("ppc: %s", msg)
+	mismatch := archfilter.ReasonPlatformMismatch + " (linux/ppc64le): "
+	for _, want := range []string{
+		"1 " + mismatch + `container "c1" (` + ppcOnly + `) does not run on linux/amd64`,
+		"1 " + mismatch + `container "c0" (` + amdOrPPC + `) does not run on linux/arm64`,
+		"1 " + mismatch + `container "c0" (` + amdOrPPC + `) does not run on linux/s390x`,
+		"1 " + mismatch + `container "c0" (` + amdOrPPC + `) does not run on windows/amd64 build 10.0.17763`,
+	} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("message %q does not contain %q", msg, want)
+		}
+	}
+	evs := c.eventMessages("ppc", archfilter.EventResolved)
+	t.Logf("ppc events: %q", evs)
+	want := `Images of the pod run on linux/ppc64le; on the cluster's other nodes: container "c1" (` + ppcOnly + `) does not run on linux/amd64; container "c0" (` + amdOrPPC + `) does not run on linux/arm64`
+	if len(evs) == 0 || !strings.HasPrefix(evs[0], want) {
+		t.Errorf("%s events %q, want one starting %q", archfilter.EventResolved, evs, want)
 	}
 }
 

@@ -149,3 +149,16 @@ func TestSchedulerConfig(t *testing.T) {
 		t.Errorf("the manifests' args were not kept: %v", args)
 	}
 }
+
+func TestShortNote(t *testing.T) {
+	for note, want := range map[string]string{
+		"ImagePlatformsResolved: Images of the pod run on linux/arm64":                                                                                "linux/arm64",
+		`ImagePlatformsResolved: Images of the pod run on linux/arm64; on the cluster's other nodes: container "c" (x:1) does not run on linux/amd64`: "linux/arm64",
+		"ArchFilterFailOpen: Scheduling without an architecture constraint":                                                                           "ArchFilterFailOpen",
+		"archfilter.io/platforms=linux/amd64":                                                                                                         "archfilter.io/platforms=linux/amd64",
+	} {
+		if got := shortNote(note); got != want {
+			t.Errorf("shortNote(%q) = %q, want %q", note, got, want)
+		}
+	}
+}

@@ -69,14 +69,7 @@ func Placement(ctx context.Context, cs kubernetes.Interface, ns string, images m
 		if r.Notes = ArchFilterNotes(p, events); len(r.Notes) > 0 {
 			var short []string
 			for _, n := range r.Notes {
-				// "Reason: message" events and "key=value" annotations; for
-				// "… run on <platforms>" messages the platforms say it all.
-				if i := strings.LastIndex(n, " run on "); i >= 0 {
-					n = n[i+len(" run on "):]
-				} else if k, _, ok := strings.Cut(n, ": "); ok {
-					n = k
-				}
-				short = append(short, n)
+				short = append(short, shortNote(n))
 			}
 			r.ArchFilter = strings.Join(short, ",")
 		}
@@ -166,4 +159,18 @@ func Summary(rows []Row) (byVerdict, wrongBy map[string]int) {
 		}
 	}
 	return byVerdict, wrongBy
+}
+
+// shortNote shortens an ArchFilter note for a table cell: "Reason: message" events
+// and "key=value" annotations keep the part before ": "; for "Images of … run on
+// <platforms>[; on the cluster's other nodes: …]" messages the platforms say it all.
+func shortNote(n string) string {
+	if i := strings.Index(n, " run on "); i >= 0 {
+		platforms, _, _ := strings.Cut(n[i+len(" run on "):], ";")
+		return platforms
+	}
+	if k, _, ok := strings.Cut(n, ": "); ok {
+		return k
+	}
+	return n
 }

@@ -29,6 +29,7 @@ import (
 	"k8s.io/component-base/cli/globalflag"
 	"k8s.io/component-base/metrics/legacyregistry"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 
 	"github.com/archfilter/archfilter/internal/placement/certs"
@@ -40,6 +41,13 @@ import (
 
 // component names the events' source.
 const component = "archfilter-placement"
+
+// The Lease's timing: a holder renews every leaseRetryPeriod and loses it
+// leaseDuration after its last renewal; the webhook reads it as often.
+const (
+	leaseDuration    = 15 * time.Second
+	leaseRetryPeriod = 2 * time.Second
+)
 
 // certCheckInterval is how often the certificate's expiry is checked.
 const certCheckInterval = time.Hour
@@ -131,10 +139,12 @@ func Run(ctx context.Context, o *Options) error {
 		return err
 	}
 
+	live := newControllerLiveness(clock.RealClock{})
 	mux := http.NewServeMux()
 	mux.Handle(webhook.Path, &webhook.Handler{
-		Scope:  webhook.Scope{ExcludedNamespaces: excluded, SkipSchedulers: sets.New(o.SkipSchedulerNames...)},
-		Logger: logger,
+		Scope:             webhook.Scope{ExcludedNamespaces: excluded, SkipSchedulers: sets.New(o.SkipSchedulerNames...)},
+		Logger:            logger,
+		ControllerRunning: live.running,
 	})
 	srv := &http.Server{
 		Handler:           mux,
@@ -159,7 +169,8 @@ func Run(ctx context.Context, o *Options) error {
 	factory.Start(ctx.Done())
 	defer factory.Shutdown()
 	if o.LeaderElect {
-		released, err := o.runLeading(ctx, client, recorder, ctrl.Run, errc)
+		go live.watchLease(ctx, client, o.Namespace, o.LeaseName, leaseDuration, leaseRetryPeriod)
+		released, err := o.runLeading(ctx, client, recorder, live.wrap(ctrl.Run), errc)
 		if err != nil {
 			return err
 		}
@@ -167,7 +178,7 @@ func Run(ctx context.Context, o *Options) error {
 		// over at once rather than after the lease duration.
 		defer func() { cancel(); <-released }()
 	} else {
-		go func() { errc <- ctrl.Run(ctx) }()
+		go func() { errc <- live.wrap(ctrl.Run)(ctx) }()
 	}
 	logger.Info("Placement mode running", "webhook", addr, "webhookConfiguration", reg.Name, "maxGated", o.MaxGated, "failurePolicy", args.FailurePolicy)
 
@@ -259,9 +270,9 @@ func (o *Options) runLeading(ctx context.Context, client kubernetes.Interface, r
 	}
 	le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
 		Lock:            lock,
-		LeaseDuration:   15 * time.Second,
+		LeaseDuration:   leaseDuration,
 		RenewDeadline:   10 * time.Second,
-		RetryPeriod:     2 * time.Second,
+		RetryPeriod:     leaseRetryPeriod,
 		ReleaseOnCancel: true,
 		Name:            o.LeaseName,
 		Callbacks: leaderelection.LeaderCallbacks{

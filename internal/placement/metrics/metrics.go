@@ -1,5 +1,5 @@
 // Package metrics holds the placement mode's metrics: pods gated by the
-// webhook, how long they stayed gated, affinity written and pods released
+// webhook (or admitted ungated when no controller runs), how long they stayed gated, affinity written and pods released
 // without affinity (fail-open).
 package metrics
 
@@ -28,6 +28,14 @@ var (
 		Subsystem:      subsystem,
 		Name:           "pods_gated_total",
 		Help:           "Pods the placement webhook added the archfilter.io/placement scheduling gate to.",
+		StabilityLevel: metrics.ALPHA,
+	})
+	// NotGated counts in-scope pods admitted without the gate because no
+	// placement controller was running to remove it.
+	NotGated = metrics.NewCounter(&metrics.CounterOpts{
+		Subsystem:      subsystem,
+		Name:           "pods_not_gated_total",
+		Help:           "In-scope pods the placement webhook admitted without the gate because no placement controller was running (its Lease not renewed, or not started).",
 		StabilityLevel: metrics.ALPHA,
 	})
 	// GatedSeconds observes the time from a pod's creation to its gate's removal.
@@ -59,6 +67,6 @@ var registerOnce sync.Once
 // Register adds the metrics to the legacy registry, once.
 func Register() {
 	registerOnce.Do(func() {
-		legacyregistry.MustRegister(PodsGated, GatedSeconds, AffinityWritten, FailOpen)
+		legacyregistry.MustRegister(PodsGated, NotGated, GatedSeconds, AffinityWritten, FailOpen)
 	})
 }

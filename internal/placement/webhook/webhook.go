@@ -39,6 +39,11 @@ type Scope struct {
 type Handler struct {
 	Scope  Scope
 	Logger klog.Logger
+	// ControllerRunning, when set, tells whether a placement controller is
+	// running to remove the gates (this process's, or the Lease holder's):
+	// without one a gate would never be removed, so pods are admitted ungated
+	// with a warning instead. Nil means always.
+	ControllerRunning func() (running bool, why string)
 }
 
 // ServeHTTP decodes an AdmissionReview, decides and answers it. Anything it
@@ -78,6 +83,16 @@ func (h *Handler) Admit(req *admissionv1.AdmissionRequest) *admissionv1.Admissio
 	if reason := h.skip(req.Namespace, &pod); reason != "" {
 		h.Logger.V(5).Info("Pod not gated", "namespace", req.Namespace, "name", pod.Name, "generateName", pod.GenerateName, "reason", reason)
 		return allow
+	}
+	if h.ControllerRunning != nil {
+		if running, why := h.ControllerRunning(); !running {
+			h.Logger.V(2).Info("Pod not gated: no placement controller is running", "namespace", req.Namespace, "name", pod.Name, "generateName", pod.GenerateName, "why", why)
+			allow.Warnings = []string{"archfilter placement: pod not gated, no placement controller is running to ungate it (" + why + "); it is scheduled without the node affinity its images need"}
+			if req.DryRun == nil || !*req.DryRun {
+				metrics.NotGated.Inc()
+			}
+			return allow
+		}
 	}
 	patch, err := json.Marshal(gatePatch(&pod))
 	if err != nil {

@@ -142,3 +142,44 @@ func applyGatePatch(t *testing.T, pod *v1.Pod, patch []byte) []v1.PodSchedulingG
 	}
 	return gates
 }
+
+// TestAdmitWithoutController: with no controller running to remove it, a
+// gate would hold the pod forever, so the pod is admitted ungated, with a
+// warning the client shows and the reason.
+func TestAdmitWithoutController(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		running     bool
+		wantPatch   bool
+		wantWarning string
+	}{
+		{name: "controller running", running: true, wantPatch: true},
+		{name: "no controller", wantWarning: "archfilter placement: pod not gated, no placement controller is running to ungate it (the Lease has no holder)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			logger, _ := ktesting.NewTestContext(t)
+			h := &Handler{Logger: logger, ControllerRunning: func() (bool, string) { return tc.running, "the Lease has no holder" }}
+			raw, err := json.Marshal(&v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p"}, Spec: v1.PodSpec{Containers: []v1.Container{{Name: "c", Image: "img"}}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp := h.Admit(&admissionv1.AdmissionRequest{
+				UID: "uid-1", Kind: metav1.GroupVersionKind{Version: "v1", Kind: "Pod"},
+				Namespace: "apps", Operation: admissionv1.Create, Object: runtime.RawExtension{Raw: raw},
+			})
+			if !resp.Allowed {
+				t.Fatalf("response %+v, want allowed", resp)
+			}
+			if got := resp.Patch != nil; got != tc.wantPatch {
+				t.Errorf("patched: %v, want %v", got, tc.wantPatch)
+			}
+			var want []string
+			if tc.wantWarning != "" {
+				want = []string{tc.wantWarning + "; it is scheduled without the node affinity its images need"}
+			}
+			if diff := cmp.Diff(want, resp.Warnings); diff != "" {
+				t.Errorf("warnings (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -5,7 +5,8 @@
 #      the module graph, a KWOK cluster with fake nodes of every architecture
 #      and the real linux/amd64 node, all in a network namespace of the run.
 #   2. make image: archfilter-scheduler's multi-arch image (E2E_NODE_IMAGE_PLATFORMS,
-#      default linux/amd64,linux/arm64), pushed to the node's TLS registry.
+#      default linux/amd64,linux/arm64), pushed to the node's TLS registry; built
+#      twice, which must push the same digest.
 #   3. test/e2enode: its own images, archfilter deployed with kubectl apply -k
 #      manifests/overlays/secondary, the exec format error and the fix.
 #   4. hack/node/node.sh down (always): no process, mount, cgroup or namespace left.
@@ -45,6 +46,17 @@ log "make image: archfilter-scheduler for $PLATFORMS, pushed to $REGISTRY over T
 image=$(cat "$ARCHFILTER_CACHE/image/main/digest")
 info "image $image in $(since "$step")"
 
+# Two builds of one commit push the same image: the binaries are linked
+# again and the index assembled again, so anything that varies between builds
+# (a timestamp, an ordering, a build path) changes the digest.
+step=$(date +%s)
+log "make image again: the same commit must give the same digest"
+"$NODE_SH" exec make --no-print-directory -C "$ROOT" image IMAGE="$REGISTRY/archfilter/archfilter-scheduler" \
+  IMAGE_FLAVOURS=main IMAGE_PLATFORMS="$PLATFORMS" REGISTRY_CA="$REGISTRY_CA" >&2
+again=$(cat "$ARCHFILTER_CACHE/image/main/digest")
+[[ $again == "$image" ]] || die "make image is not reproducible: $image, then $again"
+info "same digest in $(since "$step")"
+
 step=$(date +%s)
 log "building the e2e-node test binary"
 (cd "$ROOT" && $NICE go test -c -o "$OUT/e2enode.test" ./test/e2enode)
@@ -56,5 +68,5 @@ log "test/e2enode on node $NODE_NAME"
 (cd "$ROOT/test/e2enode" && "$NODE_SH" exec env \
   E2E_NODE_KUBECONFIG="$KUBECONFIG" E2E_NODE_NAME="$NODE_NAME" E2E_NODE_IP="$NODE_IP" \
   E2E_NODE_REGISTRY="$REGISTRY" E2E_NODE_REGISTRY_CA="$REGISTRY_CA" E2E_NODE_PAUSE_IMAGE="$PAUSE_IMAGE" \
-  E2E_NODE_ARCHFILTER_IMAGE="$image" E2E_NODE_KUBECTL="$KUBECTL" E2E_NODE_OUT="$OUT" \
+  E2E_NODE_ARCHFILTER_IMAGE="$image" E2E_NODE_IMAGE_PLATFORMS="$PLATFORMS" E2E_NODE_KUBECTL="$KUBECTL" E2E_NODE_OUT="$OUT" \
   "$OUT/e2enode.test" -test.v -test.count=1 -test.timeout "${E2E_NODE_TIMEOUT:-15m}")

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/archfilter/archfilter/internal/ociimage"
+	"github.com/archfilter/archfilter/pkg/resolver"
 )
 
 // program is a small static Go main of ./images, built into an image.
@@ -93,35 +95,40 @@ func pushProgram(ctx context.Context, p program, ref string, caFile, workDir str
 	return r.Context().Digest(d.String()).String(), err
 }
 
-// indexPlatforms lists the platforms of the image index ref names.
-func indexPlatforms(ctx context.Context, ref, caFile string) ([]string, error) {
-	r, err := name.ParseReference(ref)
+// resolvedPlatforms is what archfilter's resolver says the image ref runs on
+// (sorted), trusting the local registry's CA.
+func resolvedPlatforms(ctx context.Context, ref, caFile string) ([]string, error) {
+	tr, err := registryTransport(caFile)
 	if err != nil {
 		return nil, err
 	}
-	opts, err := registryOptions(ctx, caFile)
+	r, err := resolver.New(resolver.Options{Transport: tr, ResolveTimeout: 30 * time.Second})
 	if err != nil {
 		return nil, err
 	}
-	idx, err := remote.Index(r, opts...)
-	if err != nil {
-		return nil, err
-	}
-	m, err := idx.IndexManifest()
-	if err != nil {
-		return nil, err
+	res := r.Resolve(ctx, resolver.Request{Image: ref})
+	if res.Err != nil {
+		return nil, res.Err
 	}
 	var ps []string
-	for _, d := range m.Manifests {
-		if d.Platform != nil {
-			ps = append(ps, d.Platform.String())
-		}
+	for _, p := range res.Platforms.Platforms() {
+		ps = append(ps, p.String())
 	}
+	slices.Sort(ps)
 	return ps, nil
 }
 
 // registryOptions trusts the local registry's CA, and nothing else.
 func registryOptions(ctx context.Context, caFile string) ([]remote.Option, error) {
+	tr, err := registryTransport(caFile)
+	if err != nil {
+		return nil, err
+	}
+	return []remote.Option{remote.WithContext(ctx), remote.WithTransport(tr)}, nil
+}
+
+// registryTransport trusts the local registry's CA, and nothing else.
+func registryTransport(caFile string) (*http.Transport, error) {
 	pem, err := os.ReadFile(caFile)
 	if err != nil {
 		return nil, err
@@ -132,7 +139,7 @@ func registryOptions(ctx context.Context, caFile string) ([]remote.Option, error
 	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
-	return []remote.Option{remote.WithContext(ctx), remote.WithTransport(tr)}, nil
+	return tr, nil
 }
 
 // platformsOf is what the table says an image runs on.

@@ -14,11 +14,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"text/tabwriter"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	v1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -42,28 +44,32 @@ type env struct {
 	registryCA string // its CA (PEM file)
 	pause      string // containerd's sandbox_image reference
 	image      string // archfilter-scheduler image just built (ref@digest)
-	kubectl    string
-	outDir     string // where the outcome table is written
+	// imagePlatforms are the platforms make image built it for (comma-separated).
+	imagePlatforms string
+	kubectl        string
+	outDir         string // where the outcome table is written
 }
 
 func getenv(t *testing.T) env {
 	t.Helper()
 	e := env{
-		kubeconfig: os.Getenv("E2E_NODE_KUBECONFIG"),
-		node:       os.Getenv("E2E_NODE_NAME"),
-		nodeIP:     os.Getenv("E2E_NODE_IP"),
-		registry:   os.Getenv("E2E_NODE_REGISTRY"),
-		registryCA: os.Getenv("E2E_NODE_REGISTRY_CA"),
-		pause:      os.Getenv("E2E_NODE_PAUSE_IMAGE"),
-		image:      os.Getenv("E2E_NODE_ARCHFILTER_IMAGE"),
-		kubectl:    os.Getenv("E2E_NODE_KUBECTL"),
-		outDir:     os.Getenv("E2E_NODE_OUT"),
+		kubeconfig:     os.Getenv("E2E_NODE_KUBECONFIG"),
+		node:           os.Getenv("E2E_NODE_NAME"),
+		nodeIP:         os.Getenv("E2E_NODE_IP"),
+		registry:       os.Getenv("E2E_NODE_REGISTRY"),
+		registryCA:     os.Getenv("E2E_NODE_REGISTRY_CA"),
+		pause:          os.Getenv("E2E_NODE_PAUSE_IMAGE"),
+		image:          os.Getenv("E2E_NODE_ARCHFILTER_IMAGE"),
+		imagePlatforms: os.Getenv("E2E_NODE_IMAGE_PLATFORMS"),
+		kubectl:        os.Getenv("E2E_NODE_KUBECTL"),
+		outDir:         os.Getenv("E2E_NODE_OUT"),
 	}
 	if e.kubeconfig == "" {
 		t.Skip("needs a real node: run `make e2e-node` (hack/node/node.sh brings it up and sets E2E_NODE_*)")
 	}
 	for k, v := range map[string]string{"E2E_NODE_NAME": e.node, "E2E_NODE_IP": e.nodeIP, "E2E_NODE_REGISTRY": e.registry,
-		"E2E_NODE_REGISTRY_CA": e.registryCA, "E2E_NODE_PAUSE_IMAGE": e.pause, "E2E_NODE_ARCHFILTER_IMAGE": e.image} {
+		"E2E_NODE_REGISTRY_CA": e.registryCA, "E2E_NODE_PAUSE_IMAGE": e.pause, "E2E_NODE_ARCHFILTER_IMAGE": e.image,
+		"E2E_NODE_IMAGE_PLATFORMS": e.imagePlatforms} {
 		if v == "" {
 			t.Fatalf("%s is not set", k)
 		}
@@ -519,13 +525,16 @@ func schedulerRows(ctx context.Context, t *testing.T, cs kubernetes.Interface, e
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The image is the multi-arch index make image pushed, not just one platform.
-	platforms, err := indexPlatforms(ctx, e.image, e.registryCA)
+	// The image is the multi-arch index make image pushed, for exactly the
+	// platforms it was built for, as archfilter's own resolver reads it.
+	platforms, err := resolvedPlatforms(ctx, e.image, e.registryCA)
 	if err != nil {
 		t.Fatalf("image %s: %v", e.image, err)
 	}
-	if len(platforms) < 2 || !strings.Contains(strings.Join(platforms, ","), "linux/amd64") {
-		t.Errorf("image %s: platforms %v, want a multi-arch index with linux/amd64", e.image, platforms)
+	want := strings.Split(e.imagePlatforms, ",")
+	slices.Sort(want)
+	if diff := cmp.Diff(want, platforms); diff != "" {
+		t.Errorf("image %s: platforms archfilter's resolver reads (-built,+resolved):\n%s", e.image, diff)
 	}
 	var rows []row
 	for _, p := range pods.Items {

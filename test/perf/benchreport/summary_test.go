@@ -50,6 +50,13 @@ func TestSummaryVerdicts(t *testing.T) {
 		"resolver Lookup, warm, anonymous":        true,
 		"resolver Lookup, warm, with credentials": true,
 	}
+	cacheMemory := func(kind string, perImage float64) string {
+		return result("BenchmarkCacheMemory/"+kind, 1e6, "ns/op", perImage, "B/image", perImage/2, "B/entry")
+	}
+	const (
+		memTag    = "resolver cache memory, image by tag"
+		memDigest = "resolver cache memory, image by digest"
+	)
 	tests := []struct {
 		name    string
 		lines   []string
@@ -57,6 +64,8 @@ func TestSummaryVerdicts(t *testing.T) {
 		want    []verdict
 		// wantNotes are parts of the notes the section's missed rows carry.
 		wantNotes []string
+		// memory judges the cache memory rows instead of the allocation targets.
+		memory bool
 	}{
 		{
 			name:    "multi-arch pods without affinity as fast as with it: met",
@@ -228,6 +237,19 @@ func TestSummaryVerdicts(t *testing.T) {
 			},
 			wantNotes: []string{"BenchmarkFilter/accept allocates: the hot path is supposed to read memory only."},
 		},
+		{
+			name:    "cache memory: within 512 B per image: met",
+			lines:   []string{cacheMemory("tag", 512), cacheMemory("digest", 440)},
+			section: micros, memory: true,
+			want: []verdict{{memTag, Met}, {memDigest, Met}},
+		},
+		{
+			name:    "cache memory: over 512 B by tag: missed, with what it keeps alive",
+			lines:   []string{cacheMemory("tag", 759), cacheMemory("digest", 440)},
+			section: micros, memory: true,
+			want:      []verdict{{memTag, Missed}, {memDigest, Met}},
+			wantNotes: []string{"759 B per image by tag against a target of 512 B. An image by tag keeps two entries alive"},
+		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -239,7 +261,11 @@ func TestSummaryVerdicts(t *testing.T) {
 				}
 				// The lines leave out most micro-benchmarks on purpose: judge the
 				// ones with a target only.
-				if row.Status == NoCheck || (tc.section == micros && !zeroAllocTargets[row.Measurement]) {
+				judged := zeroAllocTargets[row.Measurement]
+				if tc.memory {
+					judged = row.Measurement == memTag || row.Measurement == memDigest
+				}
+				if row.Status == NoCheck || (tc.section == micros && !judged) {
 					continue
 				}
 				got = append(got, verdict{row.Measurement, row.Status})

@@ -34,6 +34,21 @@ type Preference struct {
 	Weight   int32
 }
 
+// Option configures Merge.
+type Option func(*options)
+
+type options struct {
+	windowsHosts []string
+}
+
+// WithWindowsHostBuilds adds node.kubernetes.io/windows-build values to the
+// candidates Merge enumerates for Windows images, beside
+// platform.KnownWindowsHostBuilds: the builds of the cluster's own Windows
+// nodes, so that a release newer than archfilter's list is admitted too.
+func WithWindowsHostBuilds(builds ...string) Option {
+	return func(o *options) { o.windowsHosts = append(o.windowsHosts, builds...) }
+}
+
 // Merge returns a copy of pod's affinity with required terms for set and
 // preferred terms for prefs added; pod is not modified.
 //
@@ -42,12 +57,24 @@ type Preference struct {
 // kubernetes.io/arch (and node.kubernetes.io/windows-build) expressions; each
 // existing nodeSelectorTerm gets the expressions added (for several operating
 // systems, their union, since a gated pod's terms can gain expressions but not
-// siblings), so a node the result admits is one the pod admitted before. set is first restricted to the pod's own os/arch constraints
-// (spec.os, nodeSelector, required affinity); if nothing is left Merge
-// returns ErrConflict. A set that allows any platform adds no required term.
+// siblings), so a node the result admits is one the pod admitted before. set
+// is first restricted to the pod's own os/arch constraints (spec.os,
+// nodeSelector, required affinity); if nothing is left Merge returns
+// ErrConflict. A set that allows any platform adds no required term.
 // Preferences are added for platforms set allows, unless the pod already has
 // an identical preferred term.
-func Merge(pod *v1.Pod, set platform.Set, prefs []Preference) (*v1.Affinity, error) {
+//
+// The Windows build expression lists every host build that runs the images
+// by Microsoft's version-compatibility rules (platform.Set.WindowsHostBuilds):
+// a node affinity cannot say "20348 or newer" (Gt takes an integer), so the
+// builds are enumerated from platform.KnownWindowsHostBuilds and the builds of
+// WithWindowsHostBuilds. A Windows Server 2022 image (10.0.20348) gets
+// 10.0.20348 and every later known build; builds below 20348 stay exact.
+func Merge(pod *v1.Pod, set platform.Set, prefs []Preference, opts ...Option) (*v1.Affinity, error) {
+	o := options{windowsHosts: platform.KnownWindowsHostBuilds()}
+	for _, opt := range opts {
+		opt(&o)
+	}
 	var aff *v1.Affinity
 	if pod.Spec.Affinity != nil {
 		aff = pod.Spec.Affinity.DeepCopy()
@@ -66,7 +93,7 @@ func Merge(pod *v1.Pod, set platform.Set, prefs []Preference) (*v1.Affinity, err
 		if set.IsEmpty() {
 			return nil, ErrConflict
 		}
-		groups := osGroups(set)
+		groups := osGroups(set, o.windowsHosts)
 		existing := []v1.NodeSelectorTerm{{}}
 		if na.RequiredDuringSchedulingIgnoredDuringExecution != nil {
 			existing = na.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
@@ -107,29 +134,19 @@ func Merge(pod *v1.Pod, set platform.Set, prefs []Preference) (*v1.Affinity, err
 }
 
 // osGroups returns, per operating system of set (sorted), the expressions a
-// node of that OS must match.
-func osGroups(set platform.Set) [][]v1.NodeSelectorRequirement {
+// node of that OS must match; Windows builds are chosen among windowsHosts.
+func osGroups(set platform.Set, windowsHosts []string) [][]v1.NodeSelectorRequirement {
 	oses := sets.New[string]()
-	builds := map[string]sets.Set[string]{}
-	anyBuild := sets.New[string]()
 	for _, p := range set.Platforms() {
 		oses.Insert(p.OS)
-		if b := p.WindowsBuild(); b != "" {
-			if builds[p.OS] == nil {
-				builds[p.OS] = sets.New[string]()
-			}
-			builds[p.OS].Insert(b)
-		} else {
-			anyBuild.Insert(p.OS)
-		}
 	}
 	var groups [][]v1.NodeSelectorRequirement
 	for _, os := range sets.List(oses) {
-		var b []string
-		if !anyBuild.Has(os) {
-			b = sets.List(builds[os])
+		var builds []string
+		if os == "windows" {
+			builds, _ = set.WindowsHostBuilds(windowsHosts)
 		}
-		groups = append(groups, platformExpressions(os, set.Architectures(os), b))
+		groups = append(groups, platformExpressions(os, set.Architectures(os), builds))
 	}
 	return groups
 }

@@ -43,6 +43,9 @@ func podWith(aff *v1.Affinity, mutate ...func(*v1.Pod)) *v1.Pod {
 	return p
 }
 
+// from20348 are the known host builds that run a Windows Server 2022 image.
+var from20348 = []string{"10.0.20348", "10.0.22000", "10.0.22621", "10.0.22631", "10.0.25398", "10.0.26100", "10.0.26200"}
+
 var (
 	linux   = in(v1.LabelOSStable, "linux")
 	windows = in(v1.LabelOSStable, "windows")
@@ -54,8 +57,9 @@ func TestMerge(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		pod     *v1.Pod
-		set     string // "" is Any
+		set     any // "" is Any; a platform.Set is used as is
 		setOf   []platform.Platform
+		opts    []Option
 		prefs   []Preference
 		want    *v1.Affinity
 		wantErr error
@@ -116,14 +120,60 @@ func TestMerge(t *testing.T) {
 			set:     "linux/arm64",
 			wantErr: ErrConflict,
 		},
+		// Windows builds follow Microsoft's version-compatibility rules as containerd's
+		// Windows matcher applies them (github.com/containerd/platforms,
+		// platform_windows_compat.go): below 20348 the host's build must equal the image's;
+		// from 20348 on a host runs every build from 20348 up to its own. Node affinity has
+		// no "build >= x" operator, so the In list enumerates the compatible host builds.
 		{
-			name: "windows builds",
+			name:  "windows: a Windows Server 2019 image needs its exact build",
+			pod:   podWith(nil),
+			setOf: []platform.Platform{{OS: "windows", Architecture: "amd64", OSVersion: "10.0.17763.1234"}},
+			want:  required(term(windows, in(v1.LabelArchStable, "amd64"), in(v1.LabelWindowsBuild, "10.0.17763"))),
+		},
+		{
+			name:  "windows: a Windows Server 2022 image runs on 2022 and every later host",
+			pod:   podWith(nil),
+			setOf: []platform.Platform{{OS: "windows", Architecture: "amd64", OSVersion: "10.0.20348.2113"}},
+			want:  required(term(windows, in(v1.LabelArchStable, "amd64"), in(v1.LabelWindowsBuild, from20348...))),
+		},
+		{
+			name: "windows: an index with 2019 and 2022 images: the union of their hosts",
 			pod:  podWith(nil),
 			setOf: []platform.Platform{
 				{OS: "windows", Architecture: "amd64", OSVersion: "10.0.17763.1234"},
 				{OS: "windows", Architecture: "amd64", OSVersion: "10.0.20348.1"},
 			},
-			want: required(term(windows, in(v1.LabelArchStable, "amd64"), in(v1.LabelWindowsBuild, "10.0.17763", "10.0.20348"))),
+			want: required(term(windows, in(v1.LabelArchStable, "amd64"), in(v1.LabelWindowsBuild, append([]string{"10.0.17763"}, from20348...)...))),
+		},
+		{
+			name: "windows: 2022 and 2025 images in one pod need a host that runs both (2025 or later)",
+			pod:  podWith(nil),
+			set: platform.NewSet(platform.Platform{OS: "windows", Architecture: "amd64", OSVersion: "10.0.20348.1"}).
+				Intersect(platform.NewSet(platform.Platform{OS: "windows", Architecture: "amd64", OSVersion: "10.0.26100.1"})),
+			want: required(term(windows, in(v1.LabelArchStable, "amd64"), in(v1.LabelWindowsBuild, "10.0.26100", "10.0.26200"))),
+		},
+		{
+			name:  "windows: a cluster node's build newer than the known list is added; an older one is not",
+			pod:   podWith(nil),
+			setOf: []platform.Platform{{OS: "windows", Architecture: "amd64", OSVersion: "10.0.26100.1"}},
+			opts:  []Option{WithWindowsHostBuilds("10.0.28000", "10.0.20348", "10.0.26100")},
+			want:  required(term(windows, in(v1.LabelArchStable, "amd64"), in(v1.LabelWindowsBuild, "10.0.26100", "10.0.26200", "10.0.28000"))),
+		},
+		{
+			name:  "windows: the existing terms get the build expression ANDed in",
+			pod:   podWith(required(term(zoneA))),
+			setOf: []platform.Platform{{OS: "windows", Architecture: "amd64", OSVersion: "10.0.20348.1"}},
+			want:  required(term(zoneA, windows, in(v1.LabelArchStable, "amd64"), in(v1.LabelWindowsBuild, from20348...))),
+		},
+		{
+			name: "windows and linux: the Windows term alone carries builds",
+			pod:  podWith(nil),
+			setOf: []platform.Platform{
+				{OS: "linux", Architecture: "amd64"},
+				{OS: "windows", Architecture: "amd64", OSVersion: "10.0.26100.1"},
+			},
+			want: required(term(linux, in(v1.LabelArchStable, "amd64")), term(windows, in(v1.LabelArchStable, "amd64"), in(v1.LabelWindowsBuild, "10.0.26100", "10.0.26200"))),
 		},
 		{
 			name: "any platform adds nothing",
@@ -179,14 +229,19 @@ func TestMerge(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			set := platform.Any()
-			if tc.set != "" {
-				set = mustSet(t, tc.set)
+			switch s := tc.set.(type) {
+			case string:
+				if s != "" {
+					set = mustSet(t, s)
+				}
+			case platform.Set:
+				set = s
 			}
 			if tc.setOf != nil {
 				set = platform.NewSet(tc.setOf...)
 			}
 			before := tc.pod.DeepCopy()
-			got, err := Merge(tc.pod, set, tc.prefs)
+			got, err := Merge(tc.pod, set, tc.prefs, tc.opts...)
 			if !errors.Is(err, tc.wantErr) {
 				t.Fatalf("Merge error = %v, want %v", err, tc.wantErr)
 			}

@@ -1,6 +1,9 @@
 package platform
 
-import "slices"
+import (
+	"slices"
+	"strings"
+)
 
 // Host architectures that can run the images of their 32-bit counterpart, the values of
 // ArchFilterArgs.run32BitImagesOn.
@@ -76,6 +79,19 @@ func (c Compat) Expand(s Set) Set {
 		return s
 	}
 	return newSet(append(slices.Clone(s.platforms), added...))
+}
+
+// ParseList parses configured platforms, one "os/arch[/variant]" per element (as
+// ArchFilterArgs.fallbackPlatforms holds them), as ParseList does, and widens the result by
+// c as every image's platforms are widened: a configured linux/arm/v7 then admits the
+// arm64 nodes a resolved arm/v7 image would. The scheduler plugin and the placement
+// controller both read fallbackPlatforms through it, so they agree.
+func (c Compat) ParseList(elems []string) (Set, error) {
+	set, err := ParseList(strings.Join(elems, ","))
+	if err != nil {
+		return set, err
+	}
+	return c.Expand(set), nil
 }
 
 // Rule names the rule under which a node runs p: "" when p matches the node directly,

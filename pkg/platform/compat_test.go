@@ -93,3 +93,38 @@ func TestCompatRule(t *testing.T) {
 		})
 	}
 }
+
+// TestCompatParseList: configured platforms (fallbackPlatforms) are widened like an image's,
+// following containerd's vectors (an arm64 host also runs arm/v8 to arm/v5, an amd64 host
+// 386), so a fallback of linux/arm/v7 admits the arm64 nodes an arm/v7 image would.
+func TestCompatParseList(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		compat  Compat
+		elems   []string
+		want    string
+		wantErr bool
+	}{
+		{name: "rule off: as written", elems: []string{"linux/arm/v7", "linux/386"}, want: "linux/386,linux/arm/v7"},
+		{name: "arm64 rule widens arm/v7", compat: NewCompat(ARM64RunsARM), elems: []string{"linux/arm/v7"}, want: "linux/arm/v7,linux/arm64"},
+		{name: "amd64 rule widens 386", compat: NewCompat(AMD64Runs386), elems: []string{"linux/386", "linux/s390x"}, want: "linux/386,linux/amd64,linux/s390x"},
+		{name: "elements are normalised first", compat: NewCompat(ARM64RunsARM), elems: []string{"linux/armhf", " linux/aarch64 "}, want: "linux/arm/v7,linux/arm64"},
+		{name: "invalid element", compat: NewCompat(ARM64RunsARM), elems: []string{"linux/arm64", "arm64"}, wantErr: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := tc.compat.ParseList(tc.elems)
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("ParseList(%q) error = %v, want error %v", tc.elems, err, tc.wantErr)
+			}
+			if tc.wantErr {
+				if !got.IsEmpty() {
+					t.Errorf("on error ParseList = %v, want the empty set (admits nothing)", got)
+				}
+				return
+			}
+			if got.String() != tc.want {
+				t.Errorf("ParseList(%q) = %s, want %s", tc.elems, got, tc.want)
+			}
+		})
+	}
+}

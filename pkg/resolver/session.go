@@ -294,12 +294,15 @@ func isDigest(identifier string) bool {
 	return false
 }
 
-// verifyDigest checks body against "algorithm:hex".
+// verifyDigest checks body against "algorithm:hex", for the algorithms a reference may
+// name (distribution/reference, go-digest): sha256, sha384 and sha512.
 func verifyDigest(body []byte, digest string) error {
 	var h hash.Hash
 	switch {
 	case len(digest) > 7 && digest[:7] == "sha256:":
 		h = sha256.New()
+	case len(digest) > 7 && digest[:7] == "sha384:":
+		h = sha512.New384()
 	case len(digest) > 7 && digest[:7] == "sha512:":
 		h = sha512.New()
 	default:

@@ -15,9 +15,11 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
+	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
@@ -43,6 +45,10 @@ const (
 	minResolveWindow  = 5 * time.Second
 	retryBackoffBase  = time.Second
 	retryBackoffMax   = 30 * time.Second
+	// windowsSyncWait bounds how long Run waits for the Windows nodes: their
+	// builds only add to the known ones, so without the permission to list
+	// nodes the controller starts late, not never.
+	windowsSyncWait = 10 * time.Second
 )
 
 // Credentials gives the credentials a pod's images may be pulled with.
@@ -57,7 +63,9 @@ type Resolver interface {
 
 // Options configure the controller.
 type Options struct {
-	Client      kubernetes.Interface
+	Client kubernetes.Interface
+	// Informers is started by the caller after New, which registers the
+	// pods informer and one on the Windows nodes (nodes: list, watch) in it.
 	Informers   informers.SharedInformerFactory
 	Resolver    Resolver
 	Credentials Credentials
@@ -77,6 +85,8 @@ type Controller struct {
 	opts        Options
 	pods        corelisters.PodLister
 	synced      cache.InformerSynced
+	windows     corelisters.NodeLister
+	windowsSync cache.InformerSynced
 	queue       workqueue.TypedRateLimitingInterface[string]
 	compat      platform.Compat
 	fallback    platform.Set
@@ -104,7 +114,9 @@ func New(opts Options) (*Controller, error) {
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "archfilter-placement"}),
 	}
 	if len(opts.Args.FallbackPlatforms) > 0 {
-		set, err := platform.ParseList(strings.Join(opts.Args.FallbackPlatforms, ","))
+		// Widened by run32BitImagesOn as the plugin widens it (settings.go): a
+		// fallback of linux/arm/v7 admits arm64 nodes under the 32-bit rule.
+		set, err := c.compat.ParseList(opts.Args.FallbackPlatforms)
 		if err != nil {
 			return nil, fmt.Errorf("args fallbackPlatforms: %w", err)
 		}
@@ -117,6 +129,11 @@ func New(opts Options) (*Controller, error) {
 		}
 		c.prefs = append(c.prefs, placement.Preference{Platform: pl, Weight: p.Weight})
 	}
+	// The Windows nodes only (a label selector on the watch): their builds
+	// join the known ones in the windows-build expression. The informer is
+	// registered in opts.Informers, which the caller starts.
+	nodeInformer := opts.Informers.InformerFor(&v1.Node{}, newWindowsNodeInformer)
+	c.windows, c.windowsSync = corelisters.NewNodeLister(nodeInformer.GetIndexer()), nodeInformer.HasSynced
 	podInformer := opts.Informers.Core().V1().Pods()
 	c.pods = podInformer.Lister()
 	c.synced = podInformer.Informer().HasSynced
@@ -136,6 +153,35 @@ func New(opts Options) (*Controller, error) {
 	return c, nil
 }
 
+// newWindowsNodeInformer watches the nodes labelled kubernetes.io/os=windows,
+// so the cache holds a handful of nodes, not the cluster's.
+func newWindowsNodeInformer(client kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
+	return coreinformers.NewFilteredNodeInformer(client, resync, cache.Indexers{}, func(o *metav1.ListOptions) {
+		o.LabelSelector = labels.Set{v1.LabelOSStable: "windows"}.String()
+	})
+}
+
+// windowsHostBuilds returns the node.kubernetes.io/windows-build values of the
+// cluster's Windows nodes, or nil while their informer has not synced (or
+// cannot list nodes): the known builds alone then apply, and pods are not
+// held up for what is an addition to them.
+func (c *Controller) windowsHostBuilds() []string {
+	if !c.windowsSync() {
+		return nil
+	}
+	nodes, err := c.windows.List(labels.Everything())
+	if err != nil {
+		return nil
+	}
+	var builds []string
+	for _, n := range nodes {
+		if np, ok := platform.FromNode(n); ok && np.WindowsBuild != "" {
+			builds = append(builds, np.WindowsBuild)
+		}
+	}
+	return builds
+}
+
 func (c *Controller) enqueue(obj any) {
 	key, err := cache.MetaNamespaceKeyFunc(obj)
 	if err != nil {
@@ -152,6 +198,11 @@ func (c *Controller) Run(ctx context.Context) error {
 	if !cache.WaitForCacheSync(ctx.Done(), c.synced) {
 		return errors.New("pod informer did not sync")
 	}
+	wctx, cancel := context.WithTimeout(ctx, windowsSyncWait)
+	if !cache.WaitForCacheSync(wctx.Done(), c.windowsSync) {
+		klog.FromContext(ctx).Info("Windows nodes not listed yet; Windows images get the known Windows builds only until they are", "knownBuilds", platform.KnownWindowsHostBuilds())
+	}
+	cancel()
 	for range c.opts.Workers {
 		go wait.UntilWithContext(ctx, c.worker, time.Second)
 	}
@@ -253,7 +304,7 @@ func (c *Controller) decide(ctx context.Context, pod *v1.Pod) decision {
 		}
 		set = c.fallback
 	}
-	aff, err := placement.Merge(pod, set, c.prefs)
+	aff, err := placement.Merge(pod, set, c.prefs, placement.WithWindowsHostBuilds(c.windowsHostBuilds()...))
 	switch {
 	case errors.Is(err, placement.ErrConflict):
 		return decision{outcome: metrics.OutcomeConflict, eventType: v1.EventTypeWarning, reason: ReasonConflict,

@@ -3,12 +3,15 @@ package controller
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/record"
@@ -24,15 +27,23 @@ import (
 )
 
 // answers resolves from a fixed table; images not in it fail.
-type answers map[string]string
+type answers map[string]platform.Set
 
 func (a answers) Resolve(_ context.Context, req resolver.Request) resolver.Result {
-	list, ok := a[req.Image]
+	set, ok := a[req.Image]
 	if !ok {
 		return resolver.Result{Err: errors.New("manifest unknown")}
 	}
+	return resolver.Result{Platforms: set}
+}
+
+func mustList(t *testing.T, list string) platform.Set {
+	t.Helper()
 	set, err := platform.ParseList(list)
-	return resolver.Result{Platforms: set, Err: err}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return set
 }
 
 type noCredentials struct{}
@@ -58,6 +69,10 @@ func TestSyncOutcomes(t *testing.T) {
 		{name: "32-bit image also runs on the 64-bit host", policy: config.FailurePolicyIgnore, image: "armv7", wantArch: "arm64", wantReason: ReasonPlaced},
 		{name: "Ignore: failure releases at once", policy: config.FailurePolicyIgnore, image: "missing", wantReason: ReasonFailedOpen, wantFailOpen: "resolve_failed"},
 		{name: "Ignore with fallbackPlatforms", policy: config.FailurePolicyIgnore, fallback: []string{"linux/amd64"}, image: "missing", wantArch: "amd64", wantReason: ReasonPlaced},
+		// containerd runs arm/v5-v8 images on arm64 hosts (github.com/containerd/platforms,
+		// compare.go); under run32BitImagesOn the fallback is widened as the plugin widens
+		// it (platform.Compat.ParseList), so an arm/v7 fallback admits arm64 nodes.
+		{name: "fallbackPlatforms widened by the 32-bit rule", policy: config.FailurePolicyIgnore, fallback: []string{"linux/arm/v7"}, image: "missing", wantArch: "arm64", wantReason: ReasonPlaced},
 		{name: "Fail: stays gated before max-gated", policy: config.FailurePolicyFail, image: "missing", age: maxGated / 2, wantGated: true},
 		{name: "Fail: released after max-gated", policy: config.FailurePolicyFail, image: "missing", age: maxGated + time.Second, wantReason: ReasonFailedOpen, wantFailOpen: "max_gated"},
 		{name: "conflict", policy: config.FailurePolicyIgnore, image: "arm", nodeSelector: map[string]string{v1.LabelArchStable: "amd64"}, wantReason: ReasonConflict, wantFailOpen: "conflict"},
@@ -77,7 +92,7 @@ func TestSyncOutcomes(t *testing.T) {
 			recorder := record.NewFakeRecorder(10)
 			c, err := New(Options{
 				Client: client, Informers: factory, Recorder: recorder, Credentials: noCredentials{},
-				Resolver: answers{"arm": "linux/arm64", "armv7": "linux/arm/v7"},
+				Resolver: answers{"arm": mustList(t, "linux/arm64"), "armv7": mustList(t, "linux/arm/v7")},
 				Args: &config.ArchFilterArgs{
 					FailurePolicy: tc.policy, FallbackPlatforms: tc.fallback,
 					MaxWait: metav1.Duration{Duration: time.Second}, Run32BitImagesOn: []string{"arm64"},
@@ -147,4 +162,96 @@ func cmpOr(a, b string) string {
 		return a
 	}
 	return b
+}
+
+// TestWindowsBuilds: the windows-build expression lists every host build that runs the
+// image by Microsoft's version-compatibility rules as containerd applies them
+// (github.com/containerd/platforms, platform_windows_compat.go: below 20348 the exact build,
+// from 20348 on every host build from the image's up), among the known builds and those of
+// the cluster's Windows nodes.
+func TestWindowsBuilds(t *testing.T) {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	windowsNode := func(name, build string) *v1.Node {
+		return &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
+			v1.LabelOSStable: "windows", v1.LabelArchStable: "amd64", v1.LabelWindowsBuild: build,
+		}}}
+	}
+	linuxNode := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "l1", Labels: map[string]string{
+		v1.LabelOSStable: "linux", v1.LabelArchStable: "amd64", v1.LabelWindowsBuild: "10.0.29000",
+	}}}
+	ltsc2019 := platform.NewSet(platform.Platform{OS: "windows", Architecture: "amd64", OSVersion: "10.0.17763.5830"})
+	ltsc2022 := platform.NewSet(platform.Platform{OS: "windows", Architecture: "amd64", OSVersion: "10.0.20348.2461"})
+	known2022 := []string{"10.0.20348", "10.0.22000", "10.0.22621", "10.0.22631", "10.0.25398", "10.0.26100", "10.0.26200"}
+	for _, tc := range []struct {
+		name  string
+		image platform.Set
+		nodes []runtime.Object
+		want  []string
+	}{
+		{name: "2022 image, no Windows node: the known builds from 20348 on", image: ltsc2022, want: known2022},
+		{
+			name:  "2022 image, a Windows node newer than the known builds: added",
+			image: ltsc2022,
+			nodes: []runtime.Object{windowsNode("w1", "10.0.28000"), windowsNode("w2", "10.0.20348")},
+			want:  append(slices.Clone(known2022), "10.0.28000"),
+		},
+		{
+			name:  "2022 image, an older Windows node and a Linux node: not added",
+			image: ltsc2022,
+			nodes: []runtime.Object{windowsNode("w1", "10.0.17763"), linuxNode},
+			want:  known2022,
+		},
+		{
+			name:  "2019 image: its exact build only, whatever the nodes",
+			image: ltsc2019,
+			nodes: []runtime.Object{windowsNode("w1", "10.0.26100"), windowsNode("w2", "10.0.17763")},
+			want:  []string{"10.0.17763"},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, ctx := ktesting.NewTestContext(t)
+			pod := &v1.Pod{
+				ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p", CreationTimestamp: metav1.NewTime(now)},
+				Spec: v1.PodSpec{
+					Containers:      []v1.Container{{Name: "c", Image: "win"}},
+					SchedulingGates: []v1.PodSchedulingGate{{Name: placement.GateName}},
+				},
+			}
+			client := fake.NewClientset(append([]runtime.Object{pod}, tc.nodes...)...)
+			factory := informers.NewSharedInformerFactory(client, 0)
+			c, err := New(Options{
+				Client: client, Informers: factory, Credentials: noCredentials{},
+				Resolver: answers{"win": tc.image},
+				Args:     &config.ArchFilterArgs{FailurePolicy: config.FailurePolicyIgnore, MaxWait: metav1.Duration{Duration: time.Second}},
+				MaxGated: time.Minute,
+				Now:      func() time.Time { return now },
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			factory.Start(ctx.Done())
+			factory.WaitForCacheSync(ctx.Done())
+			if _, err := c.sync(ctx, "ns/p"); err != nil {
+				t.Fatal(err)
+			}
+			got, err := client.CoreV1().Pods("ns").Get(ctx, "p", metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Spec.Affinity == nil || got.Spec.Affinity.NodeAffinity == nil || got.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
+				t.Fatalf("no required node affinity written: %v", got.Spec.Affinity)
+			}
+			var builds []string
+			for _, term := range got.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
+				for _, e := range term.MatchExpressions {
+					if e.Key == v1.LabelWindowsBuild {
+						builds = append(builds, e.Values...)
+					}
+				}
+			}
+			if diff := cmp.Diff(tc.want, builds); diff != "" {
+				t.Errorf("%s values (-want,+got):\n%s", v1.LabelWindowsBuild, diff)
+			}
+		})
+	}
 }

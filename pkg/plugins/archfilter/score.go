@@ -50,7 +50,9 @@ func (pl *ArchFilter) PreScore(_ context.Context, state fwk.CycleState, pod *v1.
 	return nil
 }
 
-// Score is the weight of the best preference the node's platform matches.
+// Score is the weight of the best preference the node's platform matches. It reads
+// the node's platform, not the pod's images, so run32BitImagesOn needs nothing here: a
+// node Filter admits only by the 32-bit rule scores as the node platform it is.
 func (pl *ArchFilter) Score(_ context.Context, state fwk.CycleState, _ *v1.Pod, nodeInfo fwk.NodeInfo) (int64, *fwk.Status) {
 	s, err := readPreScoreState(state)
 	if err != nil {

@@ -70,6 +70,7 @@ func TestScore(t *testing.T) {
 	tests := []struct {
 		name         string
 		preferences  []config.PlatformPreference
+		run32Bit     []string
 		pod          *v1.Pod
 		wantPreScore statusResult
 		wantScores   map[string]int64
@@ -134,6 +135,25 @@ func TestScore(t *testing.T) {
 			},
 			wantEvents: []string{`Warning ` + EventInvalidPreference + ` Ignoring annotation ` + annotations.PreferredPlatforms + `: invalid platform "arm64": want os/arch[/variant]`},
 		},
+		// containerd runs arm/v5-v8 images on arm64 hosts (github.com/containerd/platforms,
+		// compare.go); with run32BitImagesOn Filter admits arm64 nodes for an arm/v7-only
+		// pod, and Score rates them as what they are, arm64 nodes: preferences name node
+		// platforms, and a node reports no arm variant to match linux/arm/v7 against.
+		{
+			name:         "run32BitImagesOn: a node admitted by the 32-bit rule scores as its own platform",
+			preferences:  configured,
+			run32Bit:     []string{"arm64"},
+			pod:          makePod("p", imgNewMain).Annotation(annotations.Platforms, "linux/arm/v7").Obj(),
+			wantPreScore: success,
+			wantScores:   map[string]int64{nodeARM64: 100, nodeBetaARM64: 100, nodeNoPlatform: 0},
+		},
+		{
+			name:         "run32BitImagesOn: a linux/arm/v7 preference does not rate arm64 nodes",
+			run32Bit:     []string{"arm64"},
+			pod:          makePod("p", imgNewMain).Annotation(annotations.Platforms, "linux/arm/v7").Annotation(annotations.PreferredPlatforms, "linux/arm/v7=100,linux/arm64=50").Obj(),
+			wantPreScore: success,
+			wantScores:   map[string]int64{nodeARM64: 50, nodeBetaARM64: 50, nodeNoPlatform: 0},
+		},
 		{
 			name:         "no preferences: Skip",
 			pod:          makePod("p", imgEverywhere).Obj(),
@@ -145,6 +165,7 @@ func TestScore(t *testing.T) {
 			ctx := testContext(t)
 			args := defaultArgs(t)
 			args.PreferredPlatforms = tc.preferences
+			args.Run32BitImagesOn = tc.run32Bit
 			h := newHarness(t, ctx, harnessConfig{args: args})
 			gotPreScore, gotScores := h.scoreCycle(ctx, tc.pod)
 			if diff := cmp.Diff(tc.wantPreScore, gotPreScore); diff != "" {

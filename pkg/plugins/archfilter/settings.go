@@ -48,11 +48,11 @@ func newSettings(args *config.ArchFilterArgs) (*settings, error) {
 		compat:              platform.NewCompat(args.Run32BitImagesOn...),
 	}
 	if len(args.FallbackPlatforms) > 0 {
-		set, err := platform.ParseList(strings.Join(args.FallbackPlatforms, ","))
+		set, err := s.compat.ParseList(args.FallbackPlatforms)
 		if err != nil {
 			return nil, fmt.Errorf("fallbackPlatforms: %w", err)
 		}
-		s.fallback = s.compat.Expand(set)
+		s.fallback = set
 	}
 	if sel := args.NamespaceSelector; sel != nil && (len(sel.MatchLabels) > 0 || len(sel.MatchExpressions) > 0) {
 		selector, err := metav1.LabelSelectorAsSelector(sel)

@@ -71,8 +71,9 @@ build-placement: ## Build bin/archfilter-placement: the placement mode's compani
 	CGO_ENABLED=0 $(GO) build $(TRIMPATH) -ldflags "$(LDFLAGS)" -o $(BINARY_PLACEMENT) ./cmd/archfilter-placement
 
 .PHONY: build-cli
-build-cli: ## Build bin/kubectl-archfilter: the kubectl plugin (docs/kubectl-plugin.md).
+build-cli: ## Build bin/kubectl-archfilter: the kubectl plugin (docs/kubectl-plugin.md), and bin/kubectl_complete-archfilter, through which kubectl 1.26+ completes its arguments.
 	CGO_ENABLED=0 $(GO) build $(TRIMPATH) -ldflags "$(LDFLAGS)" -o $(BIN_DIR)/kubectl-archfilter ./cmd/kubectl-archfilter
+	install -m 0755 cmd/kubectl-archfilter/kubectl_complete-archfilter $(BIN_DIR)/kubectl_complete-archfilter
 
 .PHONY: build-k8s1.34
 build-k8s1.34: ## Build bin/archfilter-scheduler-k8s1.34: Kubernetes $(KUBE_VERSION_K8S134) with every sigs.k8s.io/scheduler-plugins plugin.

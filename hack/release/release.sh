@@ -90,10 +90,17 @@ if [[ -d $ROOT/$CLI_PKG ]]; then
     mkdir -p "$work/cli/$os-$arch"
     CGO_ENABLED=0 GOOS=$os GOARCH=$arch go build -trimpath -ldflags "$ldflags" -o "$work/cli/$os-$arch/$exe" "$CLI_PKG"
     cp LICENSE "$work/cli/$os-$arch/"
+    files=("$exe" LICENSE)
+    # kubectl 1.26+ completes plugin arguments through kubectl_complete-<plugin>
+    # on PATH; the script is POSIX sh, so not for Windows.
+    if [[ $os != windows ]]; then
+      install -m 0755 "$ROOT/$CLI_PKG/kubectl_complete-archfilter" "$work/cli/$os-$arch/"
+      files+=(kubectl_complete-archfilter)
+    fi
     archive=kubectl-archfilter_${VERSION}_${os}_${arch}.tar.gz
     # Reproducible: fixed owner, order and times.
     tar --sort=name --owner=0 --group=0 --numeric-owner --mtime="$BUILD_DATE" \
-      -C "$work/cli/$os-$arch" -cf - "$exe" LICENSE | gzip -n >"$DIST/$archive"
+      -C "$work/cli/$os-$arch" -cf - "${files[@]}" | gzip -n >"$DIST/$archive"
     (cd "$DIST" && sha256sum "$archive" >"$archive.sha256")
   done
 else

@@ -3,6 +3,7 @@ package kubectlplugin
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -68,9 +69,10 @@ resolve every image of each pod template and print the platforms the workload ca
 run on: those all its images share, within its own nodeSelector, spec.os and
 required node affinity. Other known kinds are skipped.
 
-Exit status: 2 when a file or document could not be read (unknown kind, malformed),
-else 1 when a workload's images share no platform, an image could not be resolved,
-or a workload cannot run on one of --platforms; 0 otherwise.`,
+Exit status: 2 when a file or document could not be read (unknown kind, malformed) or
+an image could not be resolved (each is named, the other workloads are still checked),
+else 1 when a workload's images share no platform, or a workload cannot run on one of
+--platforms; 0 otherwise.`,
 		Example: `  helm template ./chart | kubectl archfilter check -f - --platforms linux/amd64,linux/arm64
   kubectl archfilter check -f manifests/ --emit-affinity`,
 		Args: cobra.NoArgs,
@@ -116,19 +118,29 @@ func (o *checkOptions) run(ctx context.Context, kube *genericclioptions.ConfigFl
 	}
 	results := resolveWorkloadImages(ctx, s, workloads)
 	views := make([]workloadView, len(workloads))
-	failed := 0
+	failed, unresolved := 0, 0
 	for i, w := range workloads {
 		views[i] = evaluate(w, results, compat, required, o.emitAffinity)
-		if views[i].Failed {
+		switch {
+		case slices.ContainsFunc(views[i].Images, func(img workloadImage) bool { return img.Error != "" }):
+			unresolved++
+		case views[i].Failed:
 			failed++
 		}
 	}
 	if err := printWorkloads(streams, outputFormat(o.output), views, o.emitAffinity); err != nil {
 		return err
 	}
+	var unanswered []string
+	if len(inputErrs) > 0 {
+		unanswered = append(unanswered, fmt.Sprintf("%d documents could not be read", len(inputErrs)))
+	}
+	if unresolved > 0 {
+		unanswered = append(unanswered, fmt.Sprintf("%d of %d workloads have images that could not be resolved", unresolved, len(views)))
+	}
 	switch {
-	case len(inputErrs) > 0:
-		return &ExitError{Code: ExitInputError, Msg: fmt.Sprintf("%d documents could not be read", len(inputErrs))}
+	case len(unanswered) > 0:
+		return &ExitError{Code: ExitInputError, Msg: strings.Join(unanswered, "; ")}
 	case failed > 0:
 		return &ExitError{Code: ExitFailed, Msg: fmt.Sprintf("%d of %d workloads failed the check", failed, len(views))}
 	}
@@ -210,7 +222,7 @@ func printWorkloads(streams genericiooptions.IOStreams, format outputFormat, vie
 	tw := newTable(streams.Out)
 	fmt.Fprintln(tw, "SOURCE\tWORKLOAD\tPLATFORMS\tRESULT")
 	for _, v := range views {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", v.Source, workloadName(v), setString(v.allowed), checkResult(v))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", v.Source, workloadName(v), platformsCell(v), checkResult(v))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -242,6 +254,15 @@ func workloadName(v workloadView) string {
 		return v.Kind + "/" + v.Name
 	}
 	return v.Kind + "/" + v.Namespace + "/" + v.Name
+}
+
+// platformsCell is the workload's platforms for a table, "unknown" while an image could
+// not be resolved: the others' intersection would claim too much.
+func platformsCell(v workloadView) string {
+	if slices.ContainsFunc(v.Images, func(img workloadImage) bool { return img.Error != "" }) {
+		return "unknown"
+	}
+	return setString(v.allowed)
 }
 
 func checkResult(v workloadView) string {

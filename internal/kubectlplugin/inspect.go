@@ -51,7 +51,10 @@ func newInspectCommand(kube *genericclioptions.ConfigFlags, streams genericioopt
 on, with the digest of each platform's manifest and of the index that lists them.
 Attestation manifests (unknown/unknown entries of an index, e.g. buildx provenance)
 and OCI artifacts are listed as such: they are not platforms, and an image that is
-only an artifact or data (a Helm chart, a wasm module) runs "any"where.`,
+only an artifact or data (a Helm chart, a wasm module) runs "any"where.
+
+Exit status: 2 when an image could not be resolved (its error is printed, the other
+images are still listed); 0 otherwise.`,
 		Example: `  kubectl archfilter inspect nginx:1.27 registry.example.com/app:v1
   kubectl archfilter inspect --insecure-registry localhost:5000 localhost:5000/app:dev -o json`,
 		Args: cobra.MinimumNArgs(1),
@@ -162,7 +165,7 @@ func printImages(streams genericiooptions.IOStreams, format outputFormat, views 
 		return err
 	}
 	if failed > 0 {
-		return &ExitError{Code: ExitFailed, Msg: fmt.Sprintf("%d of %d images could not be resolved", failed, len(views))}
+		return &ExitError{Code: ExitInputError, Msg: fmt.Sprintf("%d of %d images could not be resolved", failed, len(views))}
 	}
 	return nil
 }

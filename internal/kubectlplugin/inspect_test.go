@@ -18,8 +18,8 @@ func TestInspect(t *testing.T) {
 
 	stdout, stderr, code := run(t, "", "inspect", "--insecure-registry", fx.host, "-o", "json",
 		fx.multiRef, fx.amdRef, fx.att.Ref, fx.chart.Ref, missing)
-	if code != ExitFailed {
-		t.Errorf("exit status %d, want %d (one image is missing); stderr:\n%s", code, ExitFailed, stderr)
+	if code != ExitInputError {
+		t.Errorf("exit status %d, want %d (one image is missing); stderr:\n%s", code, ExitInputError, stderr)
 	}
 	var got struct{ Images []imageView }
 	if err := json.Unmarshal([]byte(stdout), &got); err != nil {
@@ -89,8 +89,8 @@ func TestInspectCredentials(t *testing.T) {
 	fx := pushFixtures(t, m)
 
 	_, stderr, code := run(t, "", "inspect", "--insecure-registry", fx.host, fx.multiRef)
-	if code != ExitFailed || !strings.Contains(stderr, fx.multiRef) {
-		t.Errorf("anonymous: exit status %d, want %d and an error naming the image; stderr:\n%s", code, ExitFailed, stderr)
+	if code != ExitInputError || !strings.Contains(stderr, fx.multiRef) {
+		t.Errorf("anonymous: exit status %d, want %d and an error naming the image; stderr:\n%s", code, ExitInputError, stderr)
 	}
 
 	writeDockerConfig(t, fx.host, "ci", "s3cret")

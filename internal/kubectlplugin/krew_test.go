@@ -10,6 +10,9 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
+// completionScript is what kubectl 1.26+ runs to complete the plugin's arguments.
+const completionScript = "kubectl_complete-archfilter"
+
 // TestKrewManifest checks hack/krew/archfilter.yaml against what hack/release/release.sh
 // builds: one entry per CLI platform, the archive name, and the binary in it.
 func TestKrewManifest(t *testing.T) {
@@ -46,6 +49,9 @@ func TestKrewManifest(t *testing.T) {
 	if !strings.Contains(string(script), "archive=kubectl-archfilter_${VERSION}_${os}_${arch}.tar.gz") {
 		t.Fatal("release.sh no longer names archives kubectl-archfilter_${VERSION}_${os}_${arch}.tar.gz: update the manifest and this test")
 	}
+	if !strings.Contains(string(script), `files+=(`+completionScript+`)`) {
+		t.Fatalf("release.sh no longer puts %s in the archives: update the manifest and this test", completionScript)
+	}
 	if manifest.Kind != "Plugin" || manifest.Metadata.Name != "archfilter" || manifest.Spec.Version != "VERSION" {
 		t.Errorf("kind %q, name %q, version %q; want Plugin, archfilter, VERSION", manifest.Kind, manifest.Metadata.Name, manifest.Spec.Version)
 	}
@@ -69,8 +75,14 @@ func TestKrewManifest(t *testing.T) {
 			froms = append(froms, f.From)
 		}
 		slices.Sort(froms)
-		if !slices.Equal(froms, []string{"LICENSE", exe}) {
-			t.Errorf("%s/%s: files %q, want what the archive holds: %s and LICENSE", os, arch, froms, exe)
+		want := []string{"LICENSE", exe}
+		if os != "windows" {
+			// The completion script is POSIX sh: every archive but Windows' has it.
+			want = append(want, completionScript)
+		}
+		slices.Sort(want)
+		if !slices.Equal(froms, want) {
+			t.Errorf("%s/%s: files %q, want what the archive holds: %q", os, arch, froms, want)
 		}
 	}
 	if !slices.Equal(got, want) {

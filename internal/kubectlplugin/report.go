@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -44,9 +45,14 @@ type reportRow struct {
 	Kind      string      `json:"kind"`
 	Namespace string      `json:"namespace"`
 	Name      string      `json:"name"`
-	Platforms string      `json:"platforms"`
+	Platforms string      `json:"platforms"` // "unknown" while an image could not be resolved
 	Error     string      `json:"error,omitempty"`
 	On        []readiness `json:"on"`
+
+	// runsNowhere: its images and own constraints leave no platform.
+	runsNowhere bool
+	// errs are the distinct errors of its images that could not be resolved.
+	errs []string
 }
 
 type reportView struct {
@@ -67,7 +73,11 @@ func newReportCommand(kube *genericclioptions.ConfigFlags, streams genericioopti
 		Long: `List Deployments, StatefulSets, DaemonSets, Jobs (not those of a CronJob), CronJobs
 and pods without a controller, resolve their images (with each workload's namespace's
 pull secrets and the local docker config), and say for each platform of the cluster's
-nodes whether the workload could run there today, and which image blocks it.`,
+nodes whether the workload could run there today, and which image blocks it.
+
+Exit status: 2 when an image could not be resolved (its error is printed, the other
+workloads are still reported), else 1 when a workload runs on none of the cluster's
+node platforms; 0 otherwise.`,
 		Example: `  kubectl archfilter report -A
   kubectl archfilter report -n shop -o csv > shop.csv`,
 		Args: cobra.NoArgs,
@@ -86,7 +96,15 @@ nodes whether the workload could run there today, and which image blocks it.`,
 			if err != nil {
 				return err
 			}
-			return printReport(streams.Out, outputFormat(output), v)
+			if err := printReport(streams.Out, outputFormat(output), v); err != nil {
+				return err
+			}
+			for _, row := range v.Workloads {
+				for _, e := range row.errs {
+					writeLine(streams.ErrOut, "error: %s/%s/%s: %s", row.Kind, row.Namespace, row.Name, e)
+				}
+			}
+			return reportStatus(v)
 		},
 	}
 	cmd.Flags().BoolVarP(&allNamespaces, "all-namespaces", "A", false, "report the workloads of every namespace")
@@ -242,14 +260,26 @@ func buildReport(ctx context.Context, client kubernetes.Interface, ns string, re
 // first that does not.
 func readinessOf(w workload, results map[string]resolver.Result, nps []platform.NodePlatform, compat platform.Compat) reportRow {
 	ev := evaluate(w, results, compat, nil, false)
-	row := reportRow{Kind: w.Kind, Namespace: w.Pod.Namespace, Name: w.Pod.Name, Platforms: setString(ev.allowed)}
-	var errs []string
+	row := reportRow{Kind: w.Kind, Namespace: w.Pod.Namespace, Name: w.Pod.Name, Platforms: platformsCell(ev)}
+	// The first image that could not be resolved (in spec order), shortened, for the
+	// table: the full errors are in Error and on stderr.
+	var unresolved string
+	podplatform.ForEachImage(w.Pod, func(img podplatform.Image) bool {
+		if err := results[img.Reference].Err; err != nil {
+			unresolved = "cannot resolve " + img.Reference + " (" + shortError(err) + ")"
+			return false
+		}
+		return true
+	})
+	seen := map[string]bool{}
 	for _, img := range ev.Images {
-		if img.Error != "" {
-			errs = append(errs, img.Error)
+		if img.Error != "" && !seen[img.Error] {
+			seen[img.Error] = true
+			row.errs = append(row.errs, img.Error)
 		}
 	}
-	row.Error = strings.Join(errs, "; ")
+	row.Error = strings.Join(row.errs, "; ")
+	row.runsNowhere = row.Error == "" && ev.allowed.IsEmpty()
 	for _, np := range nps {
 		r := readiness{Platform: np.String()}
 		// An image that could not be resolved might not run anywhere: not ready.
@@ -257,8 +287,8 @@ func readinessOf(w workload, results map[string]resolver.Result, nps []platform.
 		r.CanRun = r.CanRun && row.Error == ""
 		if !r.CanRun {
 			r.Blocking = "its own os/arch constraints"
-			if row.Error != "" {
-				r.Blocking = "unresolved images"
+			if unresolved != "" {
+				r.Blocking = unresolved
 			}
 			podplatform.ForEachImage(w.Pod, func(img podplatform.Image) bool {
 				res := results[img.Reference]
@@ -312,4 +342,43 @@ func printReport(w io.Writer, format outputFormat, v *reportView) error {
 	}
 	fmt.Fprintln(tw)
 	return tw.Flush()
+}
+
+// reportStatus is report's exit status (root.go): ExitInputError when a workload's image
+// could not be resolved, else ExitFailed when a workload runs on none of the cluster's
+// node platforms (or on no platform at all).
+func reportStatus(v *reportView) error {
+	unresolved, nowhere := 0, 0
+	for _, row := range v.Workloads {
+		switch {
+		case row.Error != "":
+			unresolved++
+		case row.runsNowhere || (len(row.On) > 0 && !slices.ContainsFunc(row.On, func(r readiness) bool { return r.CanRun })):
+			nowhere++
+		}
+	}
+	switch {
+	case unresolved > 0:
+		return &ExitError{Code: ExitInputError, Msg: fmt.Sprintf("%d of %d workloads have images that could not be resolved", unresolved, len(v.Workloads))}
+	case nowhere > 0:
+		return &ExitError{Code: ExitFailed, Msg: fmt.Sprintf("%d of %d workloads run on none of the cluster's node platforms", nowhere, len(v.Workloads))}
+	}
+	return nil
+}
+
+// shortError is a resolution failure for a table cell: its reason and HTTP status
+// ("NotFound, HTTP 404", "Unreachable"), without the image and the transport's details.
+func shortError(err error) string {
+	var re *resolver.Error
+	if !errors.As(err, &re) {
+		return err.Error()
+	}
+	s := string(re.Reason)
+	if re.StatusCode != 0 {
+		s += fmt.Sprintf(", HTTP %d", re.StatusCode)
+	}
+	if re.Reason == resolver.ReasonUnauthorized {
+		s += ", " + re.CredentialSource + " credentials"
+	}
+	return s
 }

@@ -61,17 +61,30 @@ func TestReport(t *testing.T) {
 		}
 		got = append(got, line)
 	}
+	// The table names the first image that could not be resolved and why, shortly.
+	unresolved := "cannot resolve " + fx.host + "/missing:v1 (NotFound, HTTP 404)"
 	want := []string{
 		"Deployment/web linux/amd64=yes linux/arm64=yes",
 		"DaemonSet/agent linux/amd64=yes linux/arm64=no:" + fx.amdRef,
 		"CronJob/nightly linux/amd64=no:" + fx.armRef + " linux/arm64=yes",
-		"Pod/debug linux/amd64=no:unresolved images linux/arm64=no:unresolved images",
+		"Pod/debug linux/amd64=no:" + unresolved + " linux/arm64=no:" + unresolved,
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("rows (-want,+got):\n%s", diff)
 	}
 	if diff := cmp.Diff(map[string]int{"linux/amd64": 2, "linux/arm64": 2}, v.Totals); diff != "" {
 		t.Errorf("totals (-want,+got):\n%s", diff)
+	}
+
+	if got := ExitCode(reportStatus(v)); got != ExitInputError {
+		t.Errorf("exit status %d, want %d: the debug pod's image could not be resolved", got, ExitInputError)
+	}
+	var table strings.Builder
+	if err := printReport(&table, outputTable, v); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(table.String(), "no: "+unresolved) {
+		t.Errorf("the table does not show why the debug pod's image is unresolved (%q):\n%s", unresolved, table.String())
 	}
 
 	var out strings.Builder

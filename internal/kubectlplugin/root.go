@@ -14,11 +14,17 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 )
 
-// Exit statuses. Input errors win over failed checks, so a CI job can tell a broken
-// manifest from a workload that does not fit.
+// Exit statuses, the same for every command (docs/kubectl-plugin.md, "Exit status"): 0
+// when every item was answered and nothing was found that cannot run; ExitFailed when the
+// answer is that a workload or pod cannot run (its images share no platform, it runs on
+// none of the cluster's nodes, or it misses --platforms); ExitInputError when some item
+// could not be answered (a flag, file or document that could not be read, an unknown
+// kind, an image that could not be resolved, a cluster object that could not be read).
+// The second wins over the first, so a CI job can tell an incomplete answer from a
+// workload that does not fit; in both cases every other item is still reported.
 const (
-	ExitFailed     = 1 // an image could not be resolved, or a workload failed the check
-	ExitInputError = 2 // a flag, file or document could not be read
+	ExitFailed     = 1 // a finding: a workload or pod cannot run
+	ExitInputError = 2 // an item could not be answered
 )
 
 // ExitError carries the exit status for main; the details were already printed per item.
@@ -29,7 +35,9 @@ type ExitError struct {
 
 func (e *ExitError) Error() string { return e.Msg }
 
-// ExitCode returns the exit status for err: 0 for nil, ExitError's Code, else 1.
+// ExitCode returns the exit status for err: 0 for nil, ExitError's Code, else
+// ExitInputError: any other error (a usage error from cobra, a pod that does not exist, a
+// list the cluster refused) means the question could not be answered.
 func ExitCode(err error) int {
 	if err == nil {
 		return 0
@@ -38,15 +46,22 @@ func ExitCode(err error) int {
 	if errors.As(err, &ee) {
 		return ee.Code
 	}
-	return 1
+	return ExitInputError
 }
 
 // NewCommand returns the kubectl-archfilter root command.
 func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
 	kube := genericclioptions.NewConfigFlags(true)
 	cmd := &cobra.Command{
-		Use:           "kubectl-archfilter",
-		Short:         "Which platforms images and workloads run on, from their registry manifests",
+		Use:   "kubectl-archfilter",
+		Short: "Which platforms images and workloads run on, from their registry manifests",
+		Long: `Which platforms images and workloads run on, read from their registry manifests with
+archfilter's resolver (docs/kubectl-plugin.md).
+
+Exit status, the same for every command: 0 when every item was answered and can run;
+1 when a workload or pod cannot run; 2 when an item could not be answered (a file or
+document that could not be read, an unknown kind, an image that could not be
+resolved, a usage error), which wins over 1. The other items are still answered.`,
 		Annotations:   map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl archfilter"},
 		SilenceUsage:  true,
 		SilenceErrors: true,
@@ -59,6 +74,7 @@ func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
 	for _, sub := range cmd.Commands() {
 		stopWhenDone(sub)
 	}
+	addCompletions(cmd, kube)
 	return cmd
 }
 

@@ -34,8 +34,10 @@ type nodeGroup struct {
 	Platform string `json:"platform"`
 	Nodes    int    `json:"nodes"`
 	CanRun   bool   `json:"canRun"`
-	// Rule is how: "direct" when an image platform matches the node, or the 32-bit rule
-	// (amd64 runs 386, arm64 runs arm) that lets it.
+	// Rule is how the node runs each image: "direct (linux/arm64)" when every image has a
+	// platform the node runs as is, "arm64 runs linux/arm/v7" when the 32-bit rule
+	// (amd64 runs 386, arm64 runs arm) lets every image run, and per rule the containers
+	// it applies to when they differ: "arm64 runs linux/arm/v7: setup; direct: app".
 	Rule string `json:"rule,omitempty"`
 }
 
@@ -86,7 +88,10 @@ there (and by which rule), and the events archfilter and the scheduler recorded.
 			if err != nil {
 				return err
 			}
-			return printWhy(streams, outputFormat(output), v)
+			if err := printWhy(streams, outputFormat(output), v); err != nil {
+				return err
+			}
+			return whyStatus(v) // exit status: why_status.go
 		},
 	}
 	reg.add(cmd)
@@ -152,7 +157,7 @@ func explainPod(ctx context.Context, client kubernetes.Interface, ns, name strin
 	if err != nil {
 		return nil, fmt.Errorf("listing nodes: %w", err)
 	}
-	v.Nodes = groupNodes(nodes.Items, v.allowed, compat)
+	v.Nodes = groupNodes(nodes.Items, v.allowed, v.Images, compat)
 	for _, img := range v.Images {
 		if img.Error != "" {
 			// An image that could not be resolved might not run anywhere.
@@ -172,8 +177,9 @@ func explainPod(ctx context.Context, client kubernetes.Interface, ns, name strin
 	return v, nil
 }
 
-// groupNodes counts nodes per platform and says whether allowed runs there.
-func groupNodes(nodes []v1.Node, allowed platform.Set, compat platform.Compat) []nodeGroup {
+// groupNodes counts nodes per platform and says whether allowed runs there and by which
+// rule each of images (their own platforms, before any rule widened them) runs.
+func groupNodes(nodes []v1.Node, allowed platform.Set, images []workloadImage, compat platform.Compat) []nodeGroup {
 	byPlatform := map[platform.NodePlatform]int{}
 	for i := range nodes {
 		np, ok := platform.FromNode(&nodes[i])
@@ -189,13 +195,17 @@ func groupNodes(nodes []v1.Node, allowed platform.Set, compat platform.Compat) [
 			g.Platform += " (build " + np.WindowsBuild + ")"
 		}
 		g.CanRun, g.Rule = runsOn(allowed, np, compat)
+		if g.CanRun && !allowed.IsAny() {
+			g.Rule = imagesRule(allowed, images, np, compat)
+		}
 		groups = append(groups, g)
 	}
 	sort.Slice(groups, func(i, j int) bool { return groups[i].Platform < groups[j].Platform })
 	return groups
 }
 
-// runsOn reports whether a platform of allowed runs on np, and the rule that applied.
+// runsOn reports whether a platform of allowed runs on np, and the rule that applied to
+// that platform of the intersection (imagesRule says how np runs each image).
 func runsOn(allowed platform.Set, np platform.NodePlatform, compat platform.Compat) (bool, string) {
 	if allowed.IsAny() {
 		return np.OS != "unknown", "any platform"
@@ -209,6 +219,64 @@ func runsOn(allowed platform.Set, np platform.NodePlatform, compat platform.Comp
 		}
 	}
 	return false, ""
+}
+
+// imagesRule says how np, which runs allowed, runs each of images. The rule is asked of
+// every image's own platforms, not of the intersection: an arm/v7 image beside an arm64
+// one leaves linux/arm64 there, which np runs directly, though the arm/v7 image runs only
+// under the 32-bit rule; and images that both offer arm/v7 and arm64 leave arm/v7 there
+// too, though np runs them directly. It is "direct (linux/arm64)" (the platform of allowed
+// np runs as is) when every image runs directly, the rule when one rule lets every image
+// run ("arm64 runs linux/arm/v7"), and else, per rule in the order the images first need
+// it, the containers it applies to: "arm64 runs linux/arm/v7: setup; direct: mesh, app".
+func imagesRule(allowed platform.Set, images []workloadImage, np platform.NodePlatform, compat platform.Compat) string {
+	var rules []string
+	containers := map[string][]string{}
+	for _, img := range images {
+		if img.Error != "" {
+			continue
+		}
+		rule := imageRule(img.set, np, compat)
+		if _, seen := containers[rule]; !seen {
+			rules = append(rules, rule)
+		}
+		containers[rule] = append(containers[rule], img.Container)
+	}
+	switch {
+	case len(rules) == 0 || (len(rules) == 1 && rules[0] == ruleDirect):
+		for _, p := range allowed.Platforms() {
+			if p.Matches(np) {
+				return ruleDirect + " (" + p.String() + ")"
+			}
+		}
+		return ruleDirect
+	case len(rules) == 1:
+		return rules[0]
+	}
+	parts := make([]string, len(rules))
+	for i, r := range rules {
+		parts[i] = r + ": " + strings.Join(containers[r], ", ")
+	}
+	return strings.Join(parts, "; ")
+}
+
+const ruleDirect = "direct"
+
+// imageRule says how np runs an image of platforms set: "direct" when one of them matches
+// np as is, else the 32-bit rule that lets one run, e.g. "arm64 runs linux/arm/v7". It
+// names the platform containerd would pull: the host's own first, then the highest
+// variant (an arm64 host's order is arm64, arm/v8, arm/v7, arm/v6, arm/v5), which is the
+// last of a Set's sorted platforms.
+func imageRule(set platform.Set, np platform.NodePlatform, compat platform.Compat) string {
+	if set.IsAny() || set.MatchesNode(np) {
+		return ruleDirect
+	}
+	for _, p := range slices.Backward(set.Platforms()) {
+		if rule, ok := compat.Rule(p, np); ok && rule != "" {
+			return rule + " runs " + p.String()
+		}
+	}
+	return "none"
 }
 
 func describeConstraint(c podplatform.OwnConstraint) string {
@@ -265,7 +333,12 @@ func printWhy(streams genericiooptions.IOStreams, format outputFormat, v *whyVie
 		writeLine(w, "Credentials: skipped %s", p)
 	}
 	writeLine(w, "Own constraints: %s", v.OwnConstraints)
-	writeLine(w, "Runs on: %s", setString(v.allowed))
+	runsOn := setString(v.allowed)
+	if slices.ContainsFunc(v.Images, func(img workloadImage) bool { return img.Error != "" }) {
+		// The platforms of the images that resolved say nothing of the pod.
+		runsOn = "unknown: an image could not be resolved"
+	}
+	writeLine(w, "Runs on: %s", runsOn)
 	if v.Blocking != "" {
 		writeLine(w, "No platform left: %s", v.Blocking)
 	}

@@ -84,7 +84,8 @@ func TestWhy(t *testing.T) {
 	}
 	want := []nodeGroup{
 		{Platform: "linux/amd64", Nodes: 2},
-		{Platform: "linux/arm64", Nodes: 1, CanRun: true, Rule: "direct (linux/arm64)"},
+		// The arm/v7 image (setup) runs there only under the 32-bit rule, the others directly.
+		{Platform: "linux/arm64", Nodes: 1, CanRun: true, Rule: "arm64 runs linux/arm/v7: setup; direct: mesh, app"},
 		{Platform: "windows/amd64", Nodes: 1},
 	}
 	if diff := cmp.Diff(want, v.Nodes); diff != "" {
@@ -114,6 +115,129 @@ func TestWhy(t *testing.T) {
 
 	if _, err := explainPod(context.Background(), client, "shop", "gone", reg, platform.Compat{}); err == nil || !strings.Contains(err.Error(), "shop/gone") {
 		t.Errorf("missing pod: got %v, want an error naming it", err)
+	}
+
+	// An image that cannot be resolved: the others' platforms say nothing of the pod.
+	unresolved := pod.DeepCopy()
+	unresolved.Name, unresolved.UID = "half", "uid-2"
+	unresolved.Spec.Containers = append(unresolved.Spec.Containers, v1.Container{Name: "gone", Image: fx.host + "/shop/missing:v1"})
+	if _, err := client.CoreV1().Pods("shop").Create(context.Background(), unresolved, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	v, err = explainPod(context.Background(), client, "shop", "half", reg, platform.Compat{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out.Reset()
+	if err := printWhy(genericiooptions.IOStreams{Out: &out}, outputTable, v); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "Runs on: unknown: an image could not be resolved") {
+		t.Errorf("with an unresolved image, want Runs on: unknown; got:\n%s", out.String())
+	}
+}
+
+// TestGroupNodesRule: the RULE column says how each node platform runs each image, asked
+// of the image's own platforms. The 32-bit rule follows containerd's platform vectors
+// (github.com/containerd/platforms, compare.go: an arm64 host also runs arm/v8 to arm/v5,
+// an amd64 host 386), opted into with --run-32bit; containerd prefers the host's own
+// platform when an image offers it, so such an image runs directly.
+func TestGroupNodesRule(t *testing.T) {
+	arm64Rule := platform.NewCompat(platform.ARM64RunsARM)
+	img := func(container, platforms string) workloadImage {
+		set, err := platform.ParseList(platforms)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return workloadImage{Container: container, set: set}
+	}
+	win := func(container, version string) workloadImage {
+		return workloadImage{Container: container, set: platform.NewSet(platform.Platform{OS: "windows", Architecture: "amd64", OSVersion: version})}
+	}
+	windowsNode := func(name, build string) *v1.Node {
+		n := node(name, "windows", "amd64")
+		n.Labels[v1.LabelWindowsBuild] = build
+		return n
+	}
+	for _, tc := range []struct {
+		name   string
+		compat platform.Compat
+		images []workloadImage
+		nodes  []*v1.Node
+		want   []nodeGroup
+	}{
+		{
+			name:   "arm/v7 beside arm64: per container, the 32-bit rule first",
+			compat: arm64Rule,
+			images: []workloadImage{img("setup", "linux/arm/v7"), img("app", "linux/amd64,linux/arm64")},
+			nodes:  []*v1.Node{node("r1", "linux", "arm64"), node("a1", "linux", "amd64")},
+			want: []nodeGroup{
+				{Platform: "linux/amd64", Nodes: 1},
+				{Platform: "linux/arm64", Nodes: 1, CanRun: true, Rule: "arm64 runs linux/arm/v7: setup; direct: app"},
+			},
+		},
+		{
+			name:   "only arm/v7 images: the rule alone",
+			compat: arm64Rule,
+			images: []workloadImage{img("a", "linux/arm/v7"), img("b", "linux/arm/v6,linux/arm/v7")},
+			nodes:  []*v1.Node{node("r1", "linux", "arm64")},
+			want:   []nodeGroup{{Platform: "linux/arm64", Nodes: 1, CanRun: true, Rule: "arm64 runs linux/arm/v7"}},
+		},
+		{
+			name:   "images offering arm/v7 and arm64 run directly, though arm/v7 stays in the intersection",
+			compat: arm64Rule,
+			images: []workloadImage{img("a", "linux/arm/v7,linux/arm64"), img("b", "linux/arm/v7,linux/arm64")},
+			nodes:  []*v1.Node{node("r1", "linux", "arm64")},
+			want:   []nodeGroup{{Platform: "linux/arm64", Nodes: 1, CanRun: true, Rule: "direct (linux/arm64)"}},
+		},
+		{
+			name:   "386 beside amd64 under the amd64 rule",
+			compat: platform.NewCompat(platform.AMD64Runs386),
+			images: []workloadImage{img("app", "linux/amd64"), img("legacy", "linux/386")},
+			nodes:  []*v1.Node{node("a1", "linux", "amd64")},
+			want:   []nodeGroup{{Platform: "linux/amd64", Nodes: 1, CanRun: true, Rule: "direct: app; amd64 runs linux/386: legacy"}},
+		},
+		{
+			name:   "no rule: arm/v7 does not run on arm64",
+			images: []workloadImage{img("setup", "linux/arm/v7")},
+			nodes:  []*v1.Node{node("r1", "linux", "arm64")},
+			want:   []nodeGroup{{Platform: "linux/arm64", Nodes: 1}},
+		},
+		{
+			// Microsoft's version-compatibility rules (containerd's Windows matcher): a
+			// Windows Server 2022 image runs on a 2025 host, directly; a 2019 host runs only
+			// 2019 images.
+			name:   "Windows Server 2022 image on 2025 and 2019 nodes",
+			images: []workloadImage{win("app", "10.0.20348.1")},
+			nodes:  []*v1.Node{windowsNode("w1", "10.0.26100"), windowsNode("w2", "10.0.17763")},
+			want: []nodeGroup{
+				{Platform: "windows/amd64 (build 10.0.17763)", Nodes: 1},
+				{Platform: "windows/amd64 (build 10.0.26100)", Nodes: 1, CanRun: true, Rule: "direct (windows/amd64)"},
+			},
+		},
+		{
+			name:   "an image that did not resolve is left out of the rule",
+			compat: arm64Rule,
+			images: []workloadImage{img("setup", "linux/arm/v7"), {Container: "broken", Error: "manifest unknown"}},
+			nodes:  []*v1.Node{node("r1", "linux", "arm64")},
+			want:   []nodeGroup{{Platform: "linux/arm64", Nodes: 1, CanRun: true, Rule: "arm64 runs linux/arm/v7"}},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			allowed := platform.Any()
+			for _, img := range tc.images {
+				if img.Error == "" {
+					allowed = allowed.Intersect(tc.compat.Expand(img.set))
+				}
+			}
+			nodes := make([]v1.Node, len(tc.nodes))
+			for i, n := range tc.nodes {
+				nodes[i] = *n
+			}
+			if diff := cmp.Diff(tc.want, groupNodes(nodes, allowed, tc.images, tc.compat)); diff != "" {
+				t.Errorf("groupNodes (-want,+got):\n%s", diff)
+			}
+		})
 	}
 }
 

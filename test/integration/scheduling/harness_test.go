@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	clientset "k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2/ktesting"
 	"k8s.io/kubernetes/cmd/kube-scheduler/app/options"
 	"k8s.io/kubernetes/pkg/scheduler"
@@ -33,13 +34,27 @@ type cluster struct {
 	ctx context.Context
 	cs  clientset.Interface
 	ns  string
+	// config reaches the apiserver as an administrator.
+	config *rest.Config
 }
 
 // startCluster starts an apiserver and a scheduler whose profile is the
 // manifests' secondary profile with args (YAML, indented under "args:").
 func startCluster(t *testing.T, args string, extraPlugins string) *cluster {
 	t.Helper()
+	return startClusterWith(t, args, extraPlugins, nil)
+}
+
+// startClusterWith is startCluster with setup run between the apiserver's start
+// and the scheduler's: the scheduler's caches then start with what setup
+// created, so its first decisions (and their messages, which count nodes) do
+// not depend on how fast its informers saw the nodes.
+func startClusterWith(t *testing.T, args, extraPlugins string, setup func(ctx context.Context, cs clientset.Interface)) *cluster {
+	t.Helper()
 	testCtx := testutils.InitTestAPIServer(t, "archfilter", nil)
+	if setup != nil {
+		setup(testCtx.Ctx, testCtx.ClientSet)
+	}
 	cfg := loadConfig(t, args, extraPlugins)
 	registry := frameworkruntime.Registry{
 		archfilter.Name:                archfilter.New,
@@ -54,7 +69,7 @@ func startCluster(t *testing.T, args string, extraPlugins string) *cluster {
 	testutils.SyncSchedulerInformerFactory(testCtx)
 	go testCtx.Scheduler.Run(testCtx.SchedulerCtx)
 	t.Cleanup(testCtx.SchedulerCloseFn)
-	return &cluster{t: t, ctx: testCtx.Ctx, cs: testCtx.ClientSet, ns: testCtx.NS.Name}
+	return &cluster{t: t, ctx: testCtx.Ctx, cs: testCtx.ClientSet, ns: testCtx.NS.Name, config: testCtx.KubeConfig}
 }
 
 // loadConfig decodes a KubeSchedulerConfiguration the way kube-scheduler does.

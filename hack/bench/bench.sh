@@ -9,6 +9,10 @@
 #   BENCH_SCALE        small: 500 nodes, 2 000 pods per workload; full: 5 000 / 10 000
 #   BENCH_ROUNDS       times every scheduler_perf workload runs, in turn (small and full: 5)
 #   BENCH_MICRO_COUNT  -count of the micro-benchmarks (6)
+#   BENCH_LABELS       more scheduler_perf labels a test case must have (or, with a leading
+#                      -, must not have), e.g. archfilter (ArchFilter's own workloads) or
+#                      -upstream: a full-scale run of every workload takes about 40 minutes a
+#                      round on 2 cores, so the two halves can run separately
 #   BENCH_OUT          where raw outputs go (.cache/bench/<scale>-<UTC time>)
 #   BENCH_DOC          the document written (docs/benchmarks.md)
 #
@@ -104,7 +108,7 @@ PROFILE=()
 $SMOKE || PROFILE=(-cpuprofile "$BENCH_OUT/perf.cpu.pprof" -o "$BENCH_OUT/perf.test")
 if ! ARTIFACTS="$BENCH_OUT/logs" $NICE go test "${MODFLAG[@]}" ./test/perf/ -run '^$' "${PROFILE[@]}" \
   -bench BenchmarkPerfScheduling -benchtime=1x -count 1 -timeout 3h \
-  -args -rounds "$BENCH_ROUNDS" -perf-scheduling-label-filter="$BENCH_SCALE" \
+  -args -rounds "$BENCH_ROUNDS" -perf-scheduling-label-filter="$BENCH_SCALE${BENCH_LABELS:+,$BENCH_LABELS}" \
   -data-items-dir="$BENCH_OUT/items" >"$BENCH_OUT/perf.log" 2>&1; then
   PERF_OK=false
   grep -E -- '^(--- FAIL|FAIL|panic:)|FATAL|Error running|unexpected goroutines' "$BENCH_OUT/perf.log" | head -n 20 >&2 || true

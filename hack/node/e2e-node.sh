@@ -46,11 +46,14 @@ log "make image: archfilter-scheduler for $PLATFORMS, pushed to $REGISTRY over T
 image=$(cat "$ARCHFILTER_CACHE/image/main/digest")
 info "image $image in $(since "$step")"
 
-# Two builds of one commit push the same image: the binaries are linked
+# Two builds of one commit push the same image: the binaries are written
 # again and the index assembled again, so anything that varies between builds
-# (a timestamp, an ordering, a build path) changes the digest.
+# (a timestamp, an ordering) changes the digest.
 step=$(date +%s)
 log "make image again: the same commit must give the same digest"
+# go build keeps an output file whose build ID is current: remove the binaries
+# so that it writes them again (from its build cache when it has the link).
+rm -f "$ARCHFILTER_CACHE/image/main/"*/archfilter-scheduler
 "$NODE_SH" exec make --no-print-directory -C "$ROOT" image IMAGE="$REGISTRY/archfilter/archfilter-scheduler" \
   IMAGE_FLAVOURS=main IMAGE_PLATFORMS="$PLATFORMS" REGISTRY_CA="$REGISTRY_CA" >&2
 again=$(cat "$ARCHFILTER_CACHE/image/main/digest")

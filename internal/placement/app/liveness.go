@@ -58,15 +58,22 @@ func (l *controllerLiveness) running() (bool, string) {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	// A read that fails keeps the last answer: one failed GET must not let
+	// pods through ungated while the holder is renewing. The answer ages out
+	// after the Lease's duration like a Lease that is not renewed.
+	why := ""
 	switch {
-	case l.leaseErr != nil:
-		return false, "reading the Lease: " + l.leaseErr.Error()
 	case l.lastHolder == "" || l.lastRenew == nil:
-		return false, "the Lease has no holder"
+		why = "the Lease has no holder"
 	case l.clock.Since(l.observed) > l.leaseDuration:
-		return false, "the Lease held by " + l.lastHolder + " was not renewed for " + l.clock.Since(l.observed).Round(time.Second).String()
+		why = "the Lease held by " + l.lastHolder + " was not renewed for " + l.clock.Since(l.observed).Round(time.Second).String()
+	default:
+		return true, ""
 	}
-	return true, ""
+	if l.leaseErr != nil {
+		why += "; reading the Lease: " + l.leaseErr.Error()
+	}
+	return false, why
 }
 
 // observeLease records one read of the Lease (or the error reading it).
@@ -75,7 +82,7 @@ func (l *controllerLiveness) observeLease(holder string, renew *metav1.MicroTime
 	defer l.mu.Unlock()
 	l.leaseErr = err
 	if err != nil {
-		return
+		return // keep the last answer (see running)
 	}
 	if holder != l.lastHolder || !equality.Semantic.DeepEqual(renew, l.lastRenew) {
 		l.observed = l.clock.Now()

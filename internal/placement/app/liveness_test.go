@@ -62,10 +62,22 @@ func TestControllerLiveness(t *testing.T) {
 			wantRunning: true,
 		},
 		{
-			name:    "Lease unreadable",
+			// One failed read does not let pods through while the holder renews.
+			name:        "Lease unreadable once",
+			reads:       []read{{holder: "a", renew: renew(0)}, {after: time.Second, err: errors.New("etcdserver: request timed out")}},
+			now:         2 * time.Second,
+			wantRunning: true,
+		},
+		{
+			name:    "Lease unreadable for its duration",
 			reads:   []read{{holder: "a", renew: renew(0)}, {after: time.Second, err: errors.New(`leases.coordination.k8s.io "archfilter-placement" is forbidden`)}},
-			now:     2 * time.Second,
-			wantWhy: "reading the Lease: leases.coordination.k8s.io",
+			now:     16 * time.Second,
+			wantWhy: `not renewed for 16s; reading the Lease: leases.coordination.k8s.io "archfilter-placement" is forbidden`,
+		},
+		{
+			name:    "Lease never readable",
+			reads:   []read{{err: errors.New(`leases.coordination.k8s.io "archfilter-placement" is forbidden`)}},
+			wantWhy: "the Lease has no holder; reading the Lease: leases.coordination.k8s.io",
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -3,7 +3,6 @@ package kubectlplugin
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -122,7 +121,7 @@ func (o *checkOptions) run(ctx context.Context, kube *genericclioptions.ConfigFl
 	for i, w := range workloads {
 		views[i] = evaluate(w, results, compat, required, o.emitAffinity)
 		switch {
-		case slices.ContainsFunc(views[i].Images, func(img workloadImage) bool { return img.Error != "" }):
+		case len(views[i].unresolved()) > 0:
 			unresolved++
 		case views[i].Failed:
 			failed++
@@ -228,10 +227,8 @@ func printWorkloads(streams genericiooptions.IOStreams, format outputFormat, vie
 		return err
 	}
 	for _, v := range views {
-		for _, img := range v.Images {
-			if img.Error != "" {
-				writeLine(streams.ErrOut, "error: %s %s: %s", workloadName(v), img.Container, img.Error)
-			}
+		for _, img := range v.unresolved() {
+			writeLine(streams.ErrOut, "error: %s %s: %s", workloadName(v), img.Container, img.Error)
 		}
 	}
 	if !emitAffinity {
@@ -249,6 +246,18 @@ func printWorkloads(streams genericiooptions.IOStreams, format outputFormat, vie
 	return nil
 }
 
+// unresolved returns the images of v that could not be resolved: while there are any,
+// the others' platforms say nothing of where v runs.
+func (v workloadView) unresolved() []workloadImage {
+	var out []workloadImage
+	for _, img := range v.Images {
+		if img.Error != "" {
+			out = append(out, img)
+		}
+	}
+	return out
+}
+
 func workloadName(v workloadView) string {
 	if v.Namespace == "" {
 		return v.Kind + "/" + v.Name
@@ -259,7 +268,7 @@ func workloadName(v workloadView) string {
 // platformsCell is the workload's platforms for a table, "unknown" while an image could
 // not be resolved: the others' intersection would claim too much.
 func platformsCell(v workloadView) string {
-	if slices.ContainsFunc(v.Images, func(img workloadImage) bool { return img.Error != "" }) {
+	if len(v.unresolved()) > 0 {
 		return "unknown"
 	}
 	return setString(v.allowed)
@@ -267,10 +276,8 @@ func platformsCell(v workloadView) string {
 
 func checkResult(v workloadView) string {
 	var errs []string
-	for _, img := range v.Images {
-		if img.Error != "" {
-			errs = append(errs, img.Image)
-		}
+	for _, img := range v.unresolved() {
+		errs = append(errs, img.Image)
 	}
 	switch {
 	case len(errs) > 0:

@@ -158,13 +158,10 @@ func explainPod(ctx context.Context, client kubernetes.Interface, ns, name strin
 		return nil, fmt.Errorf("listing nodes: %w", err)
 	}
 	v.Nodes = groupNodes(nodes.Items, v.allowed, v.Images, compat)
-	for _, img := range v.Images {
-		if img.Error != "" {
-			// An image that could not be resolved might not run anywhere.
-			for i := range v.Nodes {
-				v.Nodes[i].CanRun, v.Nodes[i].Rule = false, "unknown: "+img.Image+" could not be resolved"
-			}
-			break
+	if unresolved := v.unresolved(); len(unresolved) > 0 {
+		// An image that could not be resolved might not run anywhere.
+		for i := range v.Nodes {
+			v.Nodes[i].CanRun, v.Nodes[i].Rule = false, "unknown: "+unresolved[0].Image+" could not be resolved"
 		}
 	}
 
@@ -334,8 +331,7 @@ func printWhy(streams genericiooptions.IOStreams, format outputFormat, v *whyVie
 	}
 	writeLine(w, "Own constraints: %s", v.OwnConstraints)
 	runsOn := setString(v.allowed)
-	if slices.ContainsFunc(v.Images, func(img workloadImage) bool { return img.Error != "" }) {
-		// The platforms of the images that resolved say nothing of the pod.
+	if len(v.unresolved()) > 0 {
 		runsOn = "unknown: an image could not be resolved"
 	}
 	writeLine(w, "Runs on: %s", runsOn)

@@ -6,14 +6,8 @@ import "fmt"
 // could not be resolved, since where it runs is then unknown; ExitFailed when the pod runs
 // nowhere: no platform is left, or the cluster has nodes and none of them runs it.
 func whyStatus(v *whyView) error {
-	unresolved := 0
-	for _, img := range v.Images {
-		if img.Error != "" {
-			unresolved++
-		}
-	}
 	pod := v.Namespace + "/" + v.Name
-	if unresolved > 0 {
+	if unresolved := len(v.unresolved()); unresolved > 0 {
 		return &ExitError{Code: ExitInputError, Msg: fmt.Sprintf("pod %s: %d of %d images could not be resolved", pod, unresolved, len(v.Images))}
 	}
 	if v.allowed.IsEmpty() {

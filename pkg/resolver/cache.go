@@ -1,7 +1,6 @@
 package resolver
 
 import (
-	"strings"
 	"sync"
 	"time"
 
@@ -12,9 +11,11 @@ import (
 type entryKind uint8
 
 const (
-	// tagEntry: tag -> digest, revalidated with HEAD after TagTTL.
+	// tagEntry: tag -> digest and that digest's platforms. The digest is asked again
+	// with HEAD after TagTTL; the platforms are read again after DigestTTL.
 	tagEntry entryKind = iota
-	// digestEntry: repository@digest -> Result, for DigestTTL.
+	// digestEntry: repository@digest -> platforms, for DigestTTL, for images named
+	// by digest.
 	digestEntry
 	// negativeEntry: reference -> failure, for NegativeTTL.
 	negativeEntry
@@ -30,52 +31,99 @@ type cacheKey struct {
 	ref   string
 }
 
+// digestKey finds the entry that holds a digest's platforms in a scope, whether its
+// image was named by that digest or by a tag that named it. Digest entries are
+// found only through it; tag entries through their cacheKey and through it.
+type digestKey struct {
+	scope, digest string
+}
+
 // cacheEntry is immutable once stored: readers use it after releasing the lock.
 // Only prev and next change, under the cache's lock, and readers never use them.
+//
+// It is laid out for size, 128 B on 64-bit platforms (see BenchmarkCacheMemory):
+// expiries are Unix nanoseconds, the platform set is a pointer to an interned set
+// and the error is the resolver's own type.
 type cacheEntry struct {
-	key     cacheKey
-	seq     uint64 // insertion order across layers
-	expires time.Time
+	key cacheKey
+	seq uint64 // insertion order across layers
+
+	// expires ends the entry: a tag's digest is then asked again with HEAD, a
+	// failure is retried.
+	expires int64
+	// answerExpires ends the platforms: DigestTTL after they were read. A tag
+	// entry's can outlast its expires, for pods that name the digest.
+	answerExpires int64
 
 	// The layer's insertion-order list, threaded through the entries so that
 	// an entry costs one allocation (container/list would add an Element).
 	prev, next *cacheEntry
 
-	// digestRef is repoName@digest: a tag entry's pointer to its digest entry.
-	digestRef string
+	// digest is the manifest digest the platforms were read from ("" for failures);
+	// a digest entry's is a slice of its key.
+	digest string
 	// endpoint is the endpoint host that answered, asked again on revalidation.
 	endpoint string
 
-	// The answer of digest entries (platforms) and negative entries (err).
-	// Result is not stored whole: its digest is a slice of key.ref or
-	// digestRef, and its expiry is expires (see BenchmarkCacheMemory).
-	platforms platform.Set
-	err       error
+	// The answer: platforms, or err for negative entries.
+	platforms *platform.Set
+	err       *Error
 }
 
-// digest is the manifest digest the entry names: the one its tag named, or
-// its digest entry's own; "" for negative entries.
-func (e *cacheEntry) digest() string {
-	ref := e.digestRef
-	if e.key.kind == digestEntry {
-		ref = e.key.ref
-	}
-	if i := strings.LastIndexByte(ref, '@'); i >= 0 {
-		return ref[i+1:]
-	}
-	return ""
-}
+// nanos is t as entries store it.
+func nanos(t time.Time) int64 { return t.UnixNano() }
 
-// result is the entry's answer as Lookup serves it.
+// fresh reports whether the entry's own expiry is after now.
+func (e *cacheEntry) fresh(now time.Time) bool { return nanos(now) < e.expires }
+
+// answerFresh reports whether the entry's platforms are still served at now, to a pod
+// naming its digest.
+func (e *cacheEntry) answerFresh(now time.Time) bool { return nanos(now) < e.answerExpires }
+
+// result is the entry's answer as Lookup serves it: until both expiries for a tag
+// (it is asked again at the first), until answerExpires for a digest.
 func (e *cacheEntry) result() Result {
-	return Result{Platforms: e.platforms, Digest: e.digest(), Err: e.err, Expires: e.expires}
+	if e.err != nil {
+		return Result{Err: e.err, Expires: time.Unix(0, e.expires)}
+	}
+	exp := e.answerExpires
+	if e.key.kind == tagEntry {
+		exp = min(exp, e.expires)
+	}
+	return Result{Platforms: *e.platforms, Digest: e.digest, Expires: time.Unix(0, exp)}
 }
 
-// cache is a bounded map of answers.
+// digestResult is the entry's answer to a pod naming its digest.
+func (e *cacheEntry) digestResult() Result {
+	return Result{Platforms: *e.platforms, Digest: e.digest, Expires: time.Unix(0, e.answerExpires)}
+}
+
+// holdsAnswer reports whether the entry has platforms to index by digest.
+func (e *cacheEntry) holdsAnswer() bool { return e.platforms != nil && e.key.kind != negativeEntry }
+
+// inRepository reports whether the entry's reference, registry/repository:tag or
+// registry/repository@digest, is in repoName. A repository path has no ':' or '@'
+// (a port is in the registry, before the first '/'), so the character after repoName
+// tells a repository from a longer one that starts with its name.
+func (e *cacheEntry) inRepository(repoName string) bool {
+	ref := e.key.ref
+	return len(ref) > len(repoName) && ref[:len(repoName)] == repoName &&
+		(ref[len(repoName)] == ':' || ref[len(repoName)] == '@')
+}
+
+// cache is a bounded store of answers.
 //
 // Expired entries are kept until space is needed: a stale tag entry is what lets the
-// resolver revalidate with one HEAD instead of GETting again, and a stale digest entry
-// saves refetching an unchanged image. Lookup never serves them.
+// resolver revalidate with one HEAD instead of GETting again, and a stale digest's
+// platforms save refetching an unchanged image. Lookup never serves them (beyond
+// Cache.StaleWhileRevalidate).
+//
+// A tag entry holds its digest's platforms itself, and an index by (scope, digest)
+// finds them for pods that name the digest. Before, a tag had a second entry for its
+// digest: one entry per image by tag halves what the cache costs (BenchmarkCacheMemory).
+// The index keeps one entry per digest and scope, the newest; when it goes, a pod
+// naming that digest costs one registry fetch even if another tag's entry still holds
+// the platforms.
 //
 // Eviction, when MaxEntries is reached: an expired entry if there is one, else the oldest
 // by insertion (FIFO). Each layer keeps its entries in insertion order and has a single
@@ -93,10 +141,13 @@ type cache struct {
 	// a gauge summed over several caches (one per profile) stays right.
 	onChange func(delta int)
 
-	mu      sync.RWMutex
-	entries map[cacheKey]*cacheEntry
-	order   [numKinds]entryList
-	seq     uint64
+	mu sync.RWMutex
+	// entries holds the tag and negative entries; digest entries are only in byDigest.
+	entries  map[cacheKey]*cacheEntry
+	byDigest map[digestKey]*cacheEntry
+	order    [numKinds]entryList
+	n        int // entries in the lists
+	seq      uint64
 }
 
 // entryList is a layer's entries, oldest first.
@@ -133,10 +184,11 @@ func newCache(max int, onChange func(delta int)) *cache {
 		max:      max,
 		onChange: onChange,
 		entries:  make(map[cacheKey]*cacheEntry, min(max, 4096)),
+		byDigest: make(map[digestKey]*cacheEntry, min(max, 4096)),
 	}
 }
 
-// get returns the entry for k, expired or not, or nil.
+// get returns the tag or negative entry for k, expired or not, or nil.
 func (c *cache) get(k cacheKey) *cacheEntry {
 	c.mu.RLock()
 	e := c.entries[k]
@@ -144,32 +196,49 @@ func (c *cache) get(k cacheKey) *cacheEntry {
 	return e
 }
 
-// getTag returns the entry of tag key k and the digest entry it points at, either possibly
-// nil, under one read lock: this pair is the scheduler's hot path.
-func (c *cache) getTag(k cacheKey) (tag, digest *cacheEntry) {
+// getDigest returns the entry holding the platforms of digest in repoName (a digest
+// or a tag entry), expired or not, or nil.
+func (c *cache) getDigest(scope, repoName, digest string) *cacheEntry {
 	c.mu.RLock()
-	defer c.mu.RUnlock()
-	tag = c.entries[k]
-	if tag == nil {
-		return nil, nil
+	e := c.byDigest[digestKey{scope, digest}]
+	c.mu.RUnlock()
+	if e == nil || !e.inRepository(repoName) {
+		return nil
 	}
-	return tag, c.entries[cacheKey{digestEntry, k.scope, tag.digestRef}]
+	return e
 }
 
-// put stores e, replacing any entry with its key, evicting one entry if the cache is full.
+// put stores e, replacing the entry with its key. An entry with platforms also
+// replaces the digest entry of its digest in its scope (whatever its repository: the
+// index holds one), which could no longer be found. It evicts one entry if the cache
+// is still full.
 func (c *cache) put(e *cacheEntry, now time.Time) {
 	c.mu.Lock()
-	before := len(c.entries)
-	if old, ok := c.entries[e.key]; ok {
-		c.order[e.key.kind].remove(old)
-	} else if len(c.entries) >= c.max {
+	before := c.n
+	if e.key.kind != digestEntry {
+		if old := c.entries[e.key]; old != nil {
+			c.removeLocked(old)
+		}
+	}
+	if e.holdsAnswer() {
+		if old := c.byDigest[digestKey{e.key.scope, e.digest}]; old != nil && old.key.kind == digestEntry {
+			c.removeLocked(old)
+		}
+	}
+	if c.n >= c.max {
 		c.evictLocked(now)
 	}
 	c.seq++
 	e.seq = c.seq
 	c.order[e.key.kind].pushBack(e)
-	c.entries[e.key] = e
-	delta := len(c.entries) - before
+	c.n++
+	if e.key.kind != digestEntry {
+		c.entries[e.key] = e
+	}
+	if e.holdsAnswer() {
+		c.byDigest[digestKey{e.key.scope, e.digest}] = e
+	}
+	delta := c.n - before
 	c.mu.Unlock()
 	if delta != 0 {
 		c.onChange(delta)
@@ -183,7 +252,7 @@ func (c *cache) evictLocked(now time.Time) {
 		if e == nil {
 			continue
 		}
-		if !now.Before(e.expires) {
+		if !e.fresh(now) {
 			c.removeLocked(e)
 			return
 		}
@@ -198,11 +267,20 @@ func (c *cache) evictLocked(now time.Time) {
 
 func (c *cache) removeLocked(e *cacheEntry) {
 	c.order[e.key.kind].remove(e)
-	delete(c.entries, e.key)
+	c.n--
+	if e.key.kind != digestEntry {
+		delete(c.entries, e.key)
+	}
+	if e.holdsAnswer() {
+		dk := digestKey{e.key.scope, e.digest}
+		if c.byDigest[dk] == e {
+			delete(c.byDigest, dk)
+		}
+	}
 }
 
 func (c *cache) len() int {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	return len(c.entries)
+	return c.n
 }

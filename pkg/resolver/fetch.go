@@ -69,38 +69,30 @@ func (r *Resolver) fetchFrom(ctx context.Context, req Request, ref *imageRef, ep
 	return r.store(ref, scope, ep.Host, digest, set), nil
 }
 
-// store caches a successful answer in scope and returns it.
+// store caches a successful answer in scope and returns it: a tag entry holding the
+// digest and its platforms for an image named by tag, a digest entry for one named by
+// digest.
 func (r *Resolver) store(ref *imageRef, scope, endpoint, digest string, set platform.Set) Result {
+	now := r.clock.Now()
+	e := &cacheEntry{
+		answerExpires: nanos(now.Add(r.opts.Cache.DigestTTL)),
+		endpoint:      endpoint,
+		platforms:     r.sets.intern(set),
+	}
 	if ref.digest() != "" {
 		// Verified by getManifest; schema1's registry-reported digest must not open a
-		// second key that Lookup would never find.
-		digest = ref.digest()
+		// second key that Lookup would never find. The key is the parsed reference's
+		// own string, and the digest a slice of it.
+		e.key = cacheKey{digestEntry, scope, ref.canonical}
+		e.digest = ref.digest()
+		e.expires = e.answerExpires
+	} else {
+		e.key = cacheKey{tagEntry, scope, ref.canonical}
+		e.digest = digest
+		e.expires = nanos(now.Add(r.opts.Cache.TagTTL))
 	}
-	now := r.clock.Now()
-	digestRef := ref.digestName(digest)
-	// The entries share digestRef's bytes for the digest, and one backing
-	// array for every equal platform set.
-	digest = digestRef[len(ref.repoName())+1:]
-	res := Result{Platforms: r.sets.intern(set), Digest: digest, Expires: now.Add(r.opts.Cache.DigestTTL)}
-	r.cache.put(&cacheEntry{
-		key:       cacheKey{digestEntry, scope, digestRef},
-		expires:   res.Expires,
-		endpoint:  endpoint,
-		platforms: res.Platforms,
-	}, now)
-	if ref.tag() != "" {
-		t := &cacheEntry{
-			key:       cacheKey{tagEntry, scope, ref.canonical},
-			expires:   now.Add(r.opts.Cache.TagTTL),
-			digestRef: digestRef,
-			endpoint:  endpoint,
-		}
-		r.cache.put(t, now)
-		if t.expires.Before(res.Expires) {
-			res.Expires = t.expires
-		}
-	}
-	return res
+	r.cache.put(e, now)
+	return e.result()
 }
 
 func (r *Resolver) session(ctx context.Context, ep Endpoint, ref *imageRef, scope string, cred *Credential) (*session, error) {

@@ -91,7 +91,7 @@ func (r *Resolver) lookup(req Request, ref *imageRef, now time.Time) (Result, bo
 	if hit {
 		return found, true
 	}
-	if e := r.cache.get(cacheKey{negativeEntry, r.failureScope(req, ref), ref.canonical}); e != nil && now.Before(e.expires) {
+	if e := r.cache.get(cacheKey{negativeEntry, r.failureScope(req, ref), ref.canonical}); e != nil && e.fresh(now) {
 		return e.result(), true
 	}
 	return Result{}, false
@@ -118,22 +118,18 @@ func (r *Resolver) forEachCandidate(req Request, ref *imageRef, fn func(ep Endpo
 
 // lookupScope returns the fresh answer for ref in one credential scope.
 func (r *Resolver) lookupScope(scope string, ref *imageRef, now time.Time) (Result, bool) {
-	if ref.digest() != "" {
-		e := r.cache.get(cacheKey{digestEntry, scope, ref.canonical})
-		if e == nil || !now.Before(e.expires) {
+	if digest := ref.digest(); digest != "" {
+		e := r.cache.getDigest(scope, ref.repoName(), digest)
+		if e == nil || !e.answerFresh(now) {
 			return Result{}, false
 		}
-		return e.result(), true
+		return e.digestResult(), true
 	}
-	t, d := r.cache.getTag(cacheKey{tagEntry, scope, ref.canonical})
-	if t == nil || d == nil || !now.Before(t.expires) || !now.Before(d.expires) {
+	e := r.cache.get(cacheKey{tagEntry, scope, ref.canonical})
+	if e == nil || !e.fresh(now) || !e.answerFresh(now) {
 		return Result{}, false
 	}
-	res := d.result()
-	if t.expires.Before(res.Expires) {
-		res.Expires = t.expires
-	}
-	return res, true
+	return e.result(), true
 }
 
 // endpointAndCredential finds the endpoint host and the request's credential with the ID

@@ -71,14 +71,6 @@ func (r *imageRef) digest() string {
 	return r.identifier()
 }
 
-// digestName returns repoName@digest, the key of a digest's answer.
-func (r *imageRef) digestName(digest string) string {
-	if r.digested && digest == r.digest() {
-		return r.canonical
-	}
-	return r.repoName() + "@" + digest
-}
-
 // parseReference parses image as the kubelet does (k8s.io/kubernetes/pkg/util/parsers, which
 // calls github.com/distribution/reference.ParseNormalizedNamed) and as containerd's CRI
 // normalises it: an implicit docker.io and library/; a first path component is a registry

@@ -133,7 +133,12 @@ func (r *Resolver) resolve(base context.Context, req Request, ref *imageRef, fai
 	}
 	now := r.clock.Now()
 	res.Expires = now.Add(r.opts.Cache.NegativeTTL)
-	r.cache.put(&cacheEntry{key: cacheKey{negativeEntry, failScope, ref.canonical}, expires: res.Expires, err: res.Err}, now)
+	e, ok := res.Err.(*Error)
+	if !ok {
+		// Every failure is an *Error; one that is not is not cached.
+		return res
+	}
+	r.cache.put(&cacheEntry{key: cacheKey{negativeEntry, failScope, ref.canonical}, expires: nanos(res.Expires), err: e}, now)
 	return res
 }
 

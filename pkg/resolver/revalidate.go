@@ -14,9 +14,11 @@ import (
 // credential, and reports the failure.
 func (r *Resolver) revalidate(ctx context.Context, req Request, ref *imageRef) (Result, bool) {
 	for _, scope := range r.scopesOf(req, ref) {
+		// The entry holding the answer: the tag's, or for a digest, the digest's or a
+		// tag's that named it.
 		var prev *cacheEntry
-		if ref.digest() != "" {
-			prev = r.cache.get(cacheKey{digestEntry, scope, ref.canonical})
+		if digest := ref.digest(); digest != "" {
+			prev = r.cache.getDigest(scope, ref.repoName(), digest)
 		} else {
 			prev = r.cache.get(cacheKey{tagEntry, scope, ref.canonical})
 		}
@@ -40,8 +42,11 @@ func (r *Resolver) revalidate(ctx context.Context, req Request, ref *imageRef) (
 		if ref.digest() != "" {
 			digest = ref.digest()
 		}
-		if d := r.cache.get(cacheKey{digestEntry, scope, ref.digestName(digest)}); d != nil {
-			return r.store(ref, scope, ep.Host, digest, d.platforms), true
+		if digest == prev.digest {
+			return r.store(ref, scope, ep.Host, digest, *prev.platforms), true
+		}
+		if d := r.cache.getDigest(scope, ref.repoName(), digest); d != nil {
+			return r.store(ref, scope, ep.Host, digest, *d.platforms), true
 		}
 		// The tag moved, or the digest's answer was evicted.
 		_, set, err := newWalk(ctx, s, &r.opts).image(ctx, digest)
@@ -88,25 +93,25 @@ func (r *Resolver) revalidationFailed(ctx context.Context, f headFailure) (Resul
 	case e.Reason != ReasonUnreachable && e.Reason != ReasonTimeout && e.Reason != ReasonRateLimited && e.Reason != ReasonCircuitOpen:
 		return Result{}, false
 	}
-	digest := ref.digest()
-	if digest == "" {
-		digest = prev.digest()
-	}
-	d := r.cache.get(cacheKey{digestEntry, scope, ref.digestName(digest)})
-	if d == nil {
-		return Result{Err: e}, true
-	}
 	klog.FromContext(ctx).V(2).Info("Serving a stale answer while the registry fails", "image", req.Image, "err", e)
 	now := r.clock.Now()
-	exp := now.Add(r.opts.Cache.NegativeTTL)
-	res := d.result()
-	if !now.Before(d.expires) {
-		res.Expires = exp
-		r.cache.put(&cacheEntry{key: d.key, expires: exp, endpoint: d.endpoint, platforms: d.platforms}, now)
+	exp := nanos(now.Add(r.opts.Cache.NegativeTTL))
+	if ref.tag() == "" && prev.answerFresh(now) {
+		return prev.digestResult(), true
 	}
-	if ref.tag() != "" {
-		r.cache.put(&cacheEntry{key: prev.key, expires: exp, digestRef: prev.digestRef, endpoint: prev.endpoint}, now)
-		res.Expires = exp
+	kept := &cacheEntry{
+		key:           prev.key,
+		expires:       exp,
+		answerExpires: max(prev.answerExpires, exp),
+		digest:        prev.digest,
+		endpoint:      prev.endpoint,
+		platforms:     prev.platforms,
 	}
-	return res, true
+	if ref.tag() == "" {
+		// prev may be the entry of a tag that named the digest.
+		kept.key = cacheKey{digestEntry, scope, ref.canonical}
+		kept.answerExpires = exp
+	}
+	r.cache.put(kept, now)
+	return kept.result(), true
 }

@@ -12,22 +12,31 @@ import (
 // bound is a sign of unusual images and is simply stored on its own.
 const maxInternedSets = 4096
 
-// setInterner makes equal platform sets share one backing array, so that the
-// cache holds each distinct set once rather than once per image. Sets are
+// setInterner makes equal platform sets share one Set, so that the cache holds each
+// distinct set once rather than once per image, and an entry points at it. Sets are
 // immutable (every operation returns a new one), which makes sharing safe.
 type setInterner struct {
 	mu sync.Mutex
-	m  map[string]platform.Set
+	m  map[string]*platform.Set
 }
 
 func newSetInterner() *setInterner {
-	return &setInterner{m: map[string]platform.Set{}}
+	return &setInterner{m: map[string]*platform.Set{}}
 }
 
-// intern returns the set equal to s that was interned first, or s.
-func (i *setInterner) intern(s platform.Set) platform.Set {
-	if s.IsAny() || s.IsEmpty() {
-		return s // no backing array to share
+// The sets with nothing to share.
+var (
+	anySet   = platform.Any()
+	emptySet = platform.NewSet()
+)
+
+// intern returns the set equal to s that was interned first, or a copy of s.
+func (i *setInterner) intern(s platform.Set) *platform.Set {
+	switch {
+	case s.IsAny():
+		return &anySet
+	case s.IsEmpty():
+		return &emptySet
 	}
 	key := setKey(s)
 	i.mu.Lock()
@@ -35,10 +44,11 @@ func (i *setInterner) intern(s platform.Set) platform.Set {
 	if shared, ok := i.m[key]; ok {
 		return shared
 	}
+	p := &s
 	if len(i.m) < maxInternedSets {
-		i.m[key] = s
+		i.m[key] = p
 	}
-	return s
+	return p
 }
 
 // setKey names every field of every platform: Set.String leaves out

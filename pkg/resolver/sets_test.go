@@ -7,7 +7,7 @@ import (
 	"github.com/archfilter/archfilter/pkg/platform"
 )
 
-// Equal sets share one backing array; sets that differ anywhere, including
+// Equal sets are one Set; sets that differ anywhere, including
 // os.version and features that Set.String leaves out, stay apart.
 func TestSetInterner(t *testing.T) {
 	amd := platform.Platform{OS: "linux", Architecture: "amd64"}
@@ -19,7 +19,7 @@ func TestSetInterner(t *testing.T) {
 	i := newSetInterner()
 	first := i.intern(platform.NewSet(amd, arm))
 	again := i.intern(platform.NewSet(arm, amd))
-	if !sameBacking(first, again) {
+	if first != again {
 		t.Error("an equal set was not shared")
 	}
 	for name, pair := range map[string][2]platform.Set{
@@ -27,7 +27,7 @@ func TestSetInterner(t *testing.T) {
 		"features":   {platform.NewSet(win2019), platform.NewSet(featured)},
 	} {
 		a, b := i.intern(pair[0]), i.intern(pair[1])
-		if sameBacking(a, b) {
+		if a == b || sameBacking(*a, *b) {
 			t.Errorf("sets differing in %s were merged: %v and %v", name, a.Platforms(), b.Platforms())
 		}
 		if got := b.Platforms(); got[0].OSVersion != pair[1].Platforms()[0].OSVersion || len(got[0].OSFeatures) != len(pair[1].Platforms()[0].OSFeatures) {
@@ -36,6 +36,9 @@ func TestSetInterner(t *testing.T) {
 	}
 	if got := i.intern(platform.Any()); !got.IsAny() {
 		t.Errorf("Any interned as %v", got)
+	}
+	if got := i.intern(platform.NewSet()); !got.IsEmpty() {
+		t.Errorf("the empty set interned as %v", got)
 	}
 }
 

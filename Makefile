@@ -252,10 +252,16 @@ e2e-kind: ## End-to-end tests on a kind cluster (needs Docker, kind, kubectl; ca
 # .cache/bench/. BENCH_SCALE=small (500 nodes, 2 000 pods) or full (5 000, 10 000).
 
 BENCH_SCALE    ?= small
+# Run directories for bench-report: BENCH_OUT of earlier runs, e.g. ".cache/bench/full-<time> .cache/bench/small-<time>".
+BENCH_RUNS     ?=
 
 .PHONY: bench
 bench: ## Benchmarks (BENCH_SCALE=small|full): writes docs/benchmarks.md and prints the summary.
 	BENCH_SCALE=$(BENCH_SCALE) hack/bench/bench.sh
+
+.PHONY: bench-report
+bench-report: ## docs/benchmarks.md from earlier runs, no benchmark (BENCH_RUNS="dir1 dir2": each row from one run, the largest scale's that has it).
+	hack/bench/bench.sh --report $(BENCH_RUNS)
 
 .PHONY: bench-smoke
 bench-smoke: ## CI-sized benchmark smoke: fails only on gross regressions (Filter allocating, held pods attempted).

@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
 # Runs archfilter's benchmarks and writes docs/benchmarks.md (make bench), or the
-# CI-sized smoke (make bench-smoke, --smoke).
+# CI-sized smoke (make bench-smoke, --smoke), or writes docs/benchmarks.md from earlier
+# runs without running a benchmark (make bench-report, --report).
 #
-#   hack/bench/bench.sh            BENCH_SCALE=small (default) or full
-#   hack/bench/bench.sh --smoke    gross regressions only; never a wall-clock threshold
+#   hack/bench/bench.sh                      BENCH_SCALE=small (default) or full
+#   hack/bench/bench.sh --smoke              gross regressions only; never a wall-clock threshold
+#   hack/bench/bench.sh --report DIR [DIR…]  the document from these run directories (BENCH_OUT
+#                                            of earlier runs): each comparison from one run, the
+#                                            largest scale's that has both sides (test/perf/report)
 #
 # Settings (environment):
 #   BENCH_SCALE        small: 500 nodes, 2 000 pods per workload; full: 5 000 / 10 000
@@ -13,7 +17,8 @@
 #                      -, must not have), e.g. archfilter (ArchFilter's own workloads) or
 #                      -upstream: a full-scale run of every workload takes about 40 minutes a
 #                      round on 2 cores, so the two halves can run separately
-#   BENCH_OUT          where raw outputs go (.cache/bench/<scale>-<UTC time>)
+#   BENCH_OUT          where raw outputs go (.cache/bench/<scale>-<UTC time>), run.env among
+#                      them: the settings above and the commit, for --report
 #   BENCH_DOC          the document written (docs/benchmarks.md)
 #
 # Needs Go and the Go module proxy only: etcd (scheduler_perf starts it from PATH) is
@@ -21,13 +26,45 @@
 set -euo pipefail
 
 SMOKE=false
-[[ ${1:-} == --smoke ]] && SMOKE=true
+REPORT_ONLY=false
+case ${1:-} in
+  --smoke) SMOKE=true ;;
+  --report)
+    REPORT_ONLY=true
+    shift
+    ;;
+esac
 
 # hack/cluster/tools.sh --print only prints its paths when sourced, and defines
 # build_etcd (with lib.sh's ROOT, ARCHFILTER_CACHE, TOOLS_DIR, NICE, log, die…).
 # shellcheck source=hack/cluster/tools.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../cluster/tools.sh" --print >/dev/null
+
+# Run directories given to --report, made absolute before the cd below.
+RUNS=()
+if $REPORT_ONLY; then
+  (($#)) || die "usage: hack/bench/bench.sh --report RUN_DIR... (make bench-report BENCH_RUNS=\"dir1 dir2\")"
+  for dir in "$@"; do
+    [[ -d $dir ]] || die "--report: no run directory $dir"
+    RUNS+=("$(cd "$dir" && pwd)")
+  done
+fi
 cd "$ROOT"
+BENCH_DOC=${BENCH_DOC:-$ROOT/docs/benchmarks.md}
+
+# --- report ---------------------------------------------------------------------------------
+# write_doc RUN_DIR...: BENCH_DOC from the raw outputs of run directories (this run's, or
+# --report's), and the summary on stdout. test/perf/report reads each directory and
+# picks the run of every row; it writes nothing into them.
+write_doc() {
+  $NICE go run ./test/perf/report -out "$BENCH_DOC" "$@"
+  log "wrote ${BENCH_DOC#"$ROOT"/} from ${*#"$ROOT"/}"
+}
+
+if $REPORT_ONLY; then
+  write_doc "${RUNS[@]}"
+  exit 0
+fi
 
 BENCHSTAT_VERSION=${BENCHSTAT_VERSION:-v0.0.0-20260908200009-22c9c6c9d4da}
 BENCHSTAT=$TOOLS_DIR/benchstat-$BENCHSTAT_VERSION/benchstat
@@ -46,8 +83,22 @@ case $BENCH_SCALE in
 esac
 BENCH_MICRO_COUNT=${BENCH_MICRO_COUNT:-6}
 BENCH_OUT=${BENCH_OUT:-$ARCHFILTER_CACHE/bench/$BENCH_SCALE-$(date -u +%Y%m%dT%H%M%SZ)}
-BENCH_DOC=${BENCH_DOC:-$ROOT/docs/benchmarks.md}
+
+# The commit measured, "-dirty" when the tree differs from it (untracked files count,
+# as in go build's vcs.modified): read before BENCH_OUT, which may be in the tree, exists.
+COMMIT=$(git rev-parse --short HEAD 2>/dev/null) || COMMIT=unknown
+if [[ $COMMIT != unknown && -n $(git status --porcelain 2>/dev/null) ]]; then
+  COMMIT+=-dirty
+fi
 mkdir -p "$BENCH_OUT"
+# What the report needs besides the results, written first so an unfinished run says it too.
+{
+  printf 'BENCH_SCALE=%s\n' "$BENCH_SCALE"
+  printf 'BENCH_LABELS=%s\n' "${BENCH_LABELS:-}"
+  printf 'BENCH_ROUNDS=%s\n' "$BENCH_ROUNDS"
+  printf 'BENCH_MICRO_COUNT=%s\n' "$BENCH_MICRO_COUNT"
+  printf 'BENCH_COMMIT=%s\n' "$COMMIT"
+} >"$BENCH_OUT/run.env"
 
 START=$(date +%s)
 LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg)
@@ -129,17 +180,19 @@ if $SMOKE; then
   exit 0
 fi
 
-# --- report ---------------------------------------------------------------------------------
+# --- this run's report inputs ---------------------------------------------------------------
 "$BENCHSTAT" "$BENCH_OUT/micro.txt" >"$BENCH_OUT/micro.benchstat"
 units='SchedulingThroughput/Average OR measured-pods/s OR created-pods/s OR all-bound-s OR extra-attempts'
 units+=' OR held-pods OR fail-open OR released-timeout OR cold-req/image OR cold-manifest-req/image'
 units+=' OR outage-req/image OR scheduler_framework_extension_point_duration_ms/Average OR runtime_seconds'
 "$BENCHSTAT" -filter ".unit:($units)" "$BENCH_OUT/perf.txt" >"$BENCH_OUT/perf.benchstat"
 
+WORKLOADS="every workload"
+[[ -z ${BENCH_LABELS:-} ]] || WORKLOADS="the workloads of BENCH_LABELS=$BENCH_LABELS"
 {
   printf 'date\t%s\n' "$(date -u +'%Y-%m-%d %H:%M UTC')"
-  printf 'scale\tBENCH_SCALE=%s, %s round(s) of every workload, micro-benchmarks -count %s\n' \
-    "$BENCH_SCALE" "$BENCH_ROUNDS" "$BENCH_MICRO_COUNT"
+  printf 'scale\tBENCH_SCALE=%s, %s round(s) of %s, micro-benchmarks -count %s\n' \
+    "$BENCH_SCALE" "$BENCH_ROUNDS" "$WORKLOADS" "$BENCH_MICRO_COUNT"
   printf 'CPU\t%s\n' "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')"
   printf 'cores (nproc)\t%s\n' "$(nproc)"
   printf 'memory\t%s GiB\n' "$(awk '/MemTotal/ {printf "%.1f", $2/1048576}' /proc/meminfo)"
@@ -157,10 +210,6 @@ if [[ -s $BENCH_OUT/perf.cpu.pprof ]]; then
     "$BENCH_OUT/perf.test" "$BENCH_OUT/perf.cpu.pprof" >"$BENCH_OUT/profile-archfilter.txt" 2>/dev/null || true
 fi
 
-go run ./test/perf/report -scale "$BENCH_SCALE" -machine "$BENCH_OUT/machine.txt" \
-  -profile-top "$BENCH_OUT/profile-top.txt" -profile-archfilter "$BENCH_OUT/profile-archfilter.txt" \
-  -micro "$BENCH_OUT/micro.txt" -perf "$BENCH_OUT/perf.txt" \
-  -micro-benchstat "$BENCH_OUT/micro.benchstat" -perf-benchstat "$BENCH_OUT/perf.benchstat" \
-  -out "$BENCH_DOC"
-log "wrote ${BENCH_DOC#"$ROOT"/} in $(since "$START") (raw outputs: $BENCH_OUT)"
+write_doc "$BENCH_OUT"
+log "make bench done in $(since "$START") (raw outputs: $BENCH_OUT)"
 $PERF_OK || die "some scheduler_perf workloads failed; the document lists them"

@@ -14,9 +14,10 @@ var update = flag.Bool("update", false, "rewrite testdata/small/benchmarks.md fr
 
 func TestTable(t *testing.T) {
 	tests := []struct {
-		name string
-		rows []Row
-		want string
+		name      string
+		rows      []Row
+		runColumn bool
+		want      string
 	}{
 		{
 			name: "no rows",
@@ -36,10 +37,22 @@ func TestTable(t *testing.T) {
 				"| **B \\| C** | | | |\n" +
 				"| x\\|y | a \\| b | — | — |\n",
 		},
+		{
+			name: "with the run column: each row's run, a dash for none",
+			rows: []Row{
+				{Section: "A", Measurement: "one", Result: "1 pods/s", Target: "≥ 0.98", Status: Met, Run: "B"},
+				{Section: "A", Measurement: "two", Result: "no result", Status: NoData},
+			},
+			runColumn: true,
+			want: "| measurement | result | target | status | run |\n|---|---|---|---|---|\n" +
+				"| **A** | | | | |\n" +
+				"| one | 1 pods/s | ≥ 0.98 | met | B |\n" +
+				"| two | no result | — | **no data** | — |\n",
+		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if diff := cmp.Diff(tc.want, Table(tc.rows)); diff != "" {
+			if diff := cmp.Diff(tc.want, Table(tc.rows, tc.runColumn)); diff != "" {
 				t.Errorf("Table (-want,+got):\n%s", diff)
 			}
 		})
@@ -70,13 +83,16 @@ func TestDocumentGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rows := Summary(r, sc.Workload)
-	got := Document(Run{
+	runs := []*Run{{
+		ID:             "A",
 		Scale:          sc,
+		Results:        r,
 		Machine:        strings.TrimRight(string(machine), "\n"),
 		MicroBenchstat: "goos: linux\nsec/op stuff",
 		PerfBenchstat:  "perf stat",
-	}, r, rows)
+	}}
+	rows := Summary(runs)
+	got := Document(runs, rows)
 	golden := filepath.Join("testdata", "small", "benchmarks.md")
 	if *update {
 		if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
@@ -91,23 +107,22 @@ func TestDocumentGolden(t *testing.T) {
 		t.Errorf("Document (-want,+got):\n%s", diff)
 	}
 	// The summary also goes to stdout on its own: the document carries it unchanged.
-	if !strings.Contains(got, "\n## Summary\n") || !strings.Contains(got, Table(rows)) {
+	if !strings.Contains(got, "\n## Summary\n") || !strings.Contains(got, Table(rows, false)) {
 		t.Error("the document does not carry the summary table")
 	}
 }
 
 func TestDocumentProfile(t *testing.T) {
-	r := NewResults()
 	sc, err := LookupScale("small")
 	if err != nil {
 		t.Fatal(err)
 	}
-	without := Document(Run{Scale: sc}, r, nil)
+	without := Document([]*Run{{ID: "A", Scale: sc, Results: NewResults()}}, nil)
 	if strings.Contains(without, "Where the CPU goes") {
 		t.Error("a run without a profile has a profile section")
 	}
-	with := Document(Run{Scale: sc, ProfileTop: "flat  flat%\n 1s 10% main.x\n",
-		ProfileArchFilter: " 2s 20% archfilter.(*ArchFilter).Filter\n"}, r, nil)
+	with := Document([]*Run{{ID: "A", Scale: sc, Results: NewResults(), ProfileTop: "flat  flat%\n 1s 10% main.x\n",
+		ProfileArchFilter: " 2s 20% archfilter.(*ArchFilter).Filter\n"}}, nil)
 	for _, want := range []string{"## Where the CPU goes", "archfilter.(*ArchFilter).Filter", "main.x"} {
 		if !strings.Contains(with, want) {
 			t.Errorf("the document lacks %q", want)

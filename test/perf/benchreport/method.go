@@ -112,6 +112,17 @@ the spread shown in the raw output. ` + "`make bench BENCH_SCALE=full`" + ` runs
 held pods consuming scheduling cycles (in 50-node workloads). It never checks a time.
 `
 
+// combining ends the method of a document built from several runs.
+const combining = `
+**Several runs.** ` + "`make bench-report BENCH_RUNS=\"dir1 dir2\"`" + ` writes this document from the raw
+outputs of several runs (` + "`.cache/bench/`" + ` directories), running no benchmark. Each comparison (a
+throughput pair, an upstream test case, the cold cache, the registry outage) takes the run of the
+largest scale that measured both its sides, the newest of those on a tie, and every ratio divides
+two figures of that one run: runs differ in load, in commit and perhaps in scale. The
+micro-benchmarks come from the newest run that has them, the CPU profile from the run of the largest
+scale that has one. The *run* column and the lines under the sections name the run of each figure.
+`
+
 // profileIntro opens the CPU profile section.
 const profileIntro = `
 ## Where the CPU goes

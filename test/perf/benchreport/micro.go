@@ -36,15 +36,15 @@ var micros = []micro{
 // cacheMemoryTarget is the resolver cache's goal per resolved image, in bytes.
 const cacheMemoryTarget = 512
 
-// cacheMemoryNote says what an image by tag keeps alive beyond the goal, and
-// why it stays (docs/design.md, "What a cached image costs").
-const cacheMemoryNote = "An image by tag keeps two entries alive (tag → digest, digest → platforms), their map slots, " +
-	"the digest entry's repo@sha256 key and the parsed reference. One entry per tag would meet the goal, " +
-	"but a pod naming the digest of a cached tag would then cost a registry fetch instead of nothing " +
-	"([design](design.md#resolver), \"What a cached image costs\")."
+// cacheMemoryNote says where a missed memory goal is explained.
+const cacheMemoryNote = "What an image keeps alive, entry by entry, is in [design](design.md#resolver), " +
+	"\"What a cached image costs\"; BenchmarkCacheMemory's comment (pkg/resolver) has the sizes."
+
+// microSection is the summary section of the micro-benchmark rows.
+const microSection = "Micro-benchmarks (per call, median)"
 
 func microRows(r *Results) []Row {
-	const section = "Micro-benchmarks (per call, median)"
+	const section = microSection
 	var rows []Row
 	for _, m := range micros {
 		t, ok := r.median(m.name, "ns/op")

@@ -105,6 +105,17 @@ func (r *Results) Failures() []string {
 // has says whether the benchmark reported any metric.
 func (r *Results) has(name string) bool { return r.metrics[name] != nil }
 
+// hasMicro says whether any micro-benchmark (anything but a scheduler_perf workload)
+// reported a metric.
+func (r *Results) hasMicro() bool {
+	for name := range r.metrics {
+		if !strings.HasPrefix(name, perfPrefix) {
+			return true
+		}
+	}
+	return false
+}
+
 // values of a metric, one per run, in the order they were read.
 func (r *Results) values(name, unit string) []float64 { return r.metrics[name][unit] }
 

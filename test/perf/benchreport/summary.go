@@ -21,6 +21,8 @@ type Row struct {
 	Status                               Status
 	// Note explains a missed target with what the run itself shows.
 	Note string
+	// Run is the ID of the run the row's figures come from; empty when none measured them.
+	Run string
 }
 
 func atLeast(v, target float64) Status {
@@ -30,15 +32,18 @@ func atLeast(v, target float64) Status {
 	return Missed
 }
 
-// Summary builds the summary table's rows from the results of one scale's workload:
-// each measurement, and for those with a target, whether this run met it.
-func Summary(r *Results, workload string) []Row {
+// Summary builds the summary table's rows from one or more runs: each measurement,
+// and for those with a target, whether it was met. The rows of a comparison come from
+// one run, the run of the largest scale that measured both sides (pickPair); the
+// micro-benchmarks from the newest run that has them. Each row names its run.
+func Summary(runs []*Run) []Row {
 	var rows []Row
-	rows = append(rows, throughputRows(r, workload)...)
-	rows = append(rows, upstreamRows(r)...)
-	rows = append(rows, coldCacheRows(r, workload)...)
-	rows = append(rows, outageRows(r, workload)...)
-	rows = append(rows, microRows(r)...)
+	rows = append(rows, throughputRows(runs)...)
+	rows = append(rows, upstreamRows(runs)...)
+	rows = append(rows, coldCacheRows(runs)...)
+	rows = append(rows, outageRows(runs)...)
+	micro := microRun(runs)
+	rows = append(rows, fromRun(micro, microRows(micro.Results))...)
 	return rows
 }
 
@@ -50,7 +55,8 @@ type side struct {
 // compare adds the rows of one same-run throughput comparison: each side's median
 // SchedulingThroughput (with its bind rate), and the ratio of the medians with
 // the ratios of the rounds and how confident they make the verdict.
-func compare(r *Results, workload, section string, base, subject side, target float64, ratioLabel string) []Row {
+func compare(run *Run, section string, base, subject side, target float64, ratioLabel string) []Row {
+	r, workload := run.Results, run.Scale.Workload
 	var rows []Row
 	for _, p := range []side{base, subject} {
 		name := perfName(p.testCase, workload)
@@ -63,8 +69,9 @@ func compare(r *Results, workload, section string, base, subject side, target fl
 		rows = append(rows, Row{Section: section, Measurement: p.label,
 			Result: fmt.Sprintf("%s pods/s (bind rate %s pods/s; %d runs)", f0(tp), f0(br), r.runs(name, throughput)), Status: NoCheck})
 	}
-	return append(rows, ratioRow(r, section, ratioLabel,
+	rows = append(rows, ratioRow(r, section, ratioLabel,
 		perfName(base.testCase, workload), perfName(subject.testCase, workload), target, ""))
+	return fromRun(run, rows)
 }
 
 // ratioRow compares the median SchedulingThroughput of benchmark s to that of b
@@ -126,12 +133,16 @@ func spreads(r *Results, names []string, unit, unitLabel string, format func(flo
 	return parts
 }
 
-func throughputRows(r *Results, workload string) []Row {
+func throughputRows(runs []*Run) []Row {
 	const mixed = "Throughput: mixed nodes, multi-arch pods"
-	rows := compare(r, workload, mixed,
+	rows := compare(pickPair(runs, "MixedArch_Default", "MixedArch_ArchFilter"), mixed,
 		side{"MixedArch_Default", "default profile"},
 		side{"MixedArch_ArchFilter", "default + ArchFilter (warm cache)"},
 		0.98, "ratio ArchFilter / default")
+	// The reference variant is a ratio of its own, to the default of its run (which
+	// may be another than the pair's above: BENCH_LABELS=-variant leaves it out).
+	lastRun := pickPair(runs, "MixedArch_Default", "MixedArch_ArchFilterLast")
+	r, workload := lastRun.Results, lastRun.Scale.Workload
 	base, okBase := r.median(perfName("MixedArch_Default", workload), throughput)
 	last := perfName("MixedArch_ArchFilterLast", workload)
 	if tl, ok := r.median(last, throughput); ok && okBase && base > 0 {
@@ -141,36 +152,41 @@ func throughputRows(r *Results, workload string) []Row {
 		rows = append(rows, Row{Section: mixed,
 			Measurement: "for comparison: ArchFilter under multiPoint only (last among the Filter plugins), ratio to default",
 			Result: fmt.Sprintf("%s (%s pods/s; Filter phase per cycle: default %s ms, ArchFilter first %s ms, last %s ms)",
-				f2(tl/base), f0(tl), f2(fd), f2(fa), f2(fp)), Status: NoCheck})
+				f2(tl/base), f0(tl), f2(fd), f2(fa), f2(fp)), Status: NoCheck, Run: lastRun.ID})
 	}
-	rows = append(rows, compare(r, workload, "Throughput: mixed nodes, multi-arch pods, against hand-written affinity",
+	rows = append(rows, compare(pickPair(runs, "MixedArch_NodeAffinity", "MixedArch_ArchFilter"),
+		"Throughput: mixed nodes, multi-arch pods, against hand-written affinity",
 		side{"MixedArch_NodeAffinity", "default profile, pods with required nodeAffinity kubernetes.io/arch In [amd64, arm64]"},
 		side{"MixedArch_ArchFilter", "default + ArchFilter (warm cache), pods without affinity"},
 		1.0, "ratio ArchFilter / nodeAffinity")...)
-	rows = append(rows, compare(r, workload, "Throughput: mixed nodes, images of every node architecture",
+	rows = append(rows, compare(pickPair(runs, "Everywhere_Default", "Everywhere_ArchFilter"),
+		"Throughput: mixed nodes, images of every node architecture",
 		side{"Everywhere_Default", "default profile"},
 		side{"Everywhere_ArchFilter", "default + ArchFilter (warm cache; allows every node)"},
 		0.98, "ratio ArchFilter / default: the cost of turning it on")...)
 	const s390x = "Throughput: s390x-only pods"
-	rows = append(rows, compare(r, workload, s390x,
+	s390xRun := pickPair(runs, "S390xOnly_NodeAffinity", "S390xOnly_ArchFilter")
+	rows = append(rows, compare(s390xRun, s390x,
 		side{"S390xOnly_NodeAffinity", "in-tree required nodeAffinity, no ArchFilter"},
 		side{"S390xOnly_ArchFilter", "ArchFilter (PreFilterResult node index)"},
 		4, "speed-up ArchFilter / nodeAffinity")...)
+	r, workload = s390xRun.Results, s390xRun.Scale.Workload
 	na, ok1 := r.median(perfName("S390xOnly_NodeAffinity", workload), filterPhase)
 	af, ok2 := r.median(perfName("S390xOnly_ArchFilter", workload), filterPhase)
 	if ok1 && ok2 && af > 0 {
 		rows = append(rows, Row{Section: s390x, Measurement: "Filter phase per scheduling cycle (mean)",
-			Result: fmt.Sprintf("nodeAffinity %s ms, ArchFilter %s ms: %s× shorter", f2(na), f2(af), f1(na/af)), Status: NoCheck})
+			Result: fmt.Sprintf("nodeAffinity %s ms, ArchFilter %s ms: %s× shorter", f2(na), f2(af), f1(na/af)), Status: NoCheck, Run: s390xRun.ID})
 	}
 	return rows
 }
 
-func coldCacheRows(r *Results, workload string) []Row {
+func coldCacheRows(runs []*Run) []Row {
 	const section = "Cold cache: 1 000 distinct images, registry +20 ms"
-	n := perfName("ColdCache_ArchFilter", workload)
-	if !r.has(n) {
+	run := pick(runs, measured("ColdCache_ArchFilter"))
+	if run == nil {
 		return []Row{{Section: section, Measurement: "ColdCache_ArchFilter", Result: "no result", Status: NoData}}
 	}
+	r, n := run.Results, perfName("ColdCache_ArchFilter", run.Scale.Workload)
 	var rows []Row
 	if v, ok := r.median(n, allBound); ok {
 		rows = append(rows, Row{Section: section, Measurement: "time until all pods bound (first created → last bound)",
@@ -182,7 +198,7 @@ func coldCacheRows(r *Results, workload string) []Row {
 			Result: fmt.Sprintf("%s (%s manifest GET/HEAD + %s other: the /v2/ ping of each repository's session)", f2(v), f2(m), f2(v-m)), Status: NoCheck})
 	}
 	rows = append(rows, heldCyclesRow(r, section, n))
-	return rows
+	return fromRun(run, rows)
 }
 
 // heldCyclesRow is the "held pods consume no scheduling cycles" check over names.
@@ -215,8 +231,33 @@ func heldCyclesRow(r *Results, section string, names ...string) Row {
 	return rw
 }
 
-func outageRows(r *Results, workload string) []Row {
+// outageRun is the run whose registry-outage workloads the document shows: the largest
+// scale's that has all three (every ratio is to the healthy registry), else one with
+// the healthy registry at least; nil if none.
+func outageRun(runs []*Run) *Run {
+	has := func(prefixes ...string) func(*Run) bool {
+		return func(run *Run) bool {
+			for _, p := range prefixes {
+				if !run.Results.has(perfName("RegistryOutage_ArchFilter", p+run.Scale.Workload)) {
+					return false
+				}
+			}
+			return true
+		}
+	}
+	if run := pick(runs, has("Healthy_", "Down_", "Slow2s_")); run != nil {
+		return run
+	}
+	return pick(runs, has("Healthy_"))
+}
+
+func outageRows(runs []*Run) []Row {
 	const section = "Registry outage, half the pods cached"
+	run := outageRun(runs)
+	if run == nil {
+		run = noRun()
+	}
+	r, workload := run.Results, run.Scale.Workload
 	healthy := perfName("RegistryOutage_ArchFilter", "Healthy_"+workload)
 	baseTime, ok1 := r.median(healthy, allBound)
 	baseRate, ok2 := r.median(healthy, throughput)
@@ -253,7 +294,7 @@ func outageRows(r *Results, workload string) []Row {
 		rows = append(rows, rw)
 	}
 	rows = append(rows, heldCyclesRow(r, section, names...))
-	return rows
+	return fromRun(run, rows)
 }
 
 // upstreamCases are scheduler_perf's own test cases, each run by the default
@@ -265,24 +306,46 @@ var upstreamCases = []string{"SchedulingBasic", "SchedulingNodeAffinity", "Sched
 // ArchFilter on costs at most 5 % of their throughput.
 const upstreamTarget = 0.95
 
+// upstreamRun is the run whose upstream test case the document shows: the largest
+// scale's that measured both profiles on one of its workloads (their sizes are
+// upstream's, not the scale's Workload), else one that measured the default profile;
+// nil if none.
+func upstreamRun(runs []*Run, base, subject string) *Run {
+	both := func(run *Run) bool {
+		for _, w := range run.Results.workloadsOf(base) {
+			if run.Results.has(perfName(subject, w)) {
+				return true
+			}
+		}
+		return false
+	}
+	if run := pick(runs, both); run != nil {
+		return run
+	}
+	return pick(runs, func(run *Run) bool { return len(run.Results.workloadsOf(base)) > 0 })
+}
+
 // upstreamRows is the no-regression table: one row per upstream test case and
-// workload found in the results.
-func upstreamRows(r *Results) []Row {
+// workload found in the run chosen for the case.
+func upstreamRows(runs []*Run) []Row {
 	const section = "No regression: upstream scheduler_perf workloads, ArchFilter in the profile / not"
 	var rows []Row
 	for _, c := range upstreamCases {
 		base, subject := "Upstream_"+c+"_Default", "Upstream_"+c+"_ArchFilter"
-		workloads := r.workloadsOf(base)
-		if len(workloads) == 0 {
+		run := upstreamRun(runs, base, subject)
+		if run == nil {
 			rows = append(rows, Row{Section: section, Measurement: c, Result: "no result", Target: fmt.Sprintf("≥ %.2f", upstreamTarget), Status: NoData})
 			continue
 		}
-		for _, w := range workloads {
+		r := run.Results
+		for _, w := range r.workloadsOf(base) {
 			b, s := perfName(base, w), perfName(subject, w)
 			tb, _ := r.median(b, throughput)
 			ts, _ := r.median(s, throughput)
-			rows = append(rows, ratioRow(r, section, c+" ("+w+")", b, s, upstreamTarget,
-				fmt.Sprintf("%s against %s pods/s (%d runs)", f0(ts), f0(tb), r.runs(s, throughput))))
+			rw := ratioRow(r, section, c+" ("+w+")", b, s, upstreamTarget,
+				fmt.Sprintf("%s against %s pods/s (%d runs)", f0(ts), f0(tb), r.runs(s, throughput)))
+			rw.Run = run.ID
+			rows = append(rows, rw)
 		}
 	}
 	return rows

@@ -9,6 +9,9 @@ import (
 
 const smallWorkload = "500Nodes_2000Pods"
 
+// small is the scale of smallWorkload.
+var small = Scale{Name: "small", Workload: smallWorkload}
+
 // verdict is a summary row that judges something: a target met or missed, or no data.
 type verdict struct {
 	Measurement string
@@ -248,14 +251,14 @@ func TestSummaryVerdicts(t *testing.T) {
 			lines:   []string{cacheMemory("tag", 759), cacheMemory("digest", 440)},
 			section: micros, memory: true,
 			want:      []verdict{{memTag, Missed}, {memDigest, Met}},
-			wantNotes: []string{"759 B per image by tag against a target of 512 B. An image by tag keeps two entries alive"},
+			wantNotes: []string{"759 B per image by tag against a target of 512 B. What an image keeps alive"},
 		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			var got []verdict
 			var notes []string
-			for _, row := range Summary(parse(t, tc.lines...), smallWorkload) {
+			for _, row := range Summary([]*Run{{ID: "A", Scale: small, Results: parse(t, tc.lines...)}}) {
 				if row.Section != tc.section {
 					continue
 				}

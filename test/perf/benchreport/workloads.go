@@ -29,6 +29,16 @@ func LookupScale(name string) (Scale, error) {
 	return Scale{}, fmt.Errorf("unknown scale %q", name)
 }
 
+// rank orders scales by size: smoke, small, full. An unknown scale ranks below them all.
+func (s Scale) rank() int {
+	for i, known := range scales {
+		if known.Name == s.Name {
+			return i
+		}
+	}
+	return -1
+}
+
 const perfPrefix = "BenchmarkPerfScheduling/"
 
 // perfName is the benchmark name of one scheduler_perf test case's workload.

@@ -14,9 +14,11 @@
 #   BENCH_ROUNDS       times every scheduler_perf workload runs, in turn (small and full: 5)
 #   BENCH_MICRO_COUNT  -count of the micro-benchmarks (6)
 #   BENCH_LABELS       more scheduler_perf labels a test case must have (or, with a leading
-#                      -, must not have), e.g. archfilter (ArchFilter's own workloads) or
-#                      -upstream: a full-scale run of every workload takes about 40 minutes a
-#                      round on 2 cores, so the two halves can run separately
+#                      -, must not have; test/perf/config/performance-config.yaml lists
+#                      them), e.g. pairs (the summary's throughput pairs) or -pairs (the
+#                      rest): a full-scale run of every workload takes about 40 minutes a
+#                      round on 2 cores, so the parts can run separately and
+#                      make bench-report combines them
 #   BENCH_OUT          where raw outputs go (.cache/bench/<scale>-<UTC time>), run.env among
 #                      them: the settings above and the commit, for --report
 #   BENCH_DOC          the document written (docs/benchmarks.md)

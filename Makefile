@@ -135,6 +135,9 @@ UNIT_PKGS      := ./apis/... ./cmd/... ./internal/... ./pkg/... ./hack/image/...
 # The benchmark report's parsing, targets and smoke gates; not test/perf itself,
 # whose benchmarks are make bench's and bench-smoke's.
 UNIT_PKGS      += ./test/perf/benchreport/... ./test/perf/report/...
+# The scheduling-cycle benchmark's placements (one cycle per case, about a second);
+# its benchmark is make bench's.
+UNIT_PKGS      += ./test/perf/cycle/
 # README.md's shell blocks each say whether test-readme runs them.
 UNIT_PKGS      += ./test/readme/...
 

@@ -12,13 +12,16 @@
 # Settings (environment):
 #   BENCH_SCALE        small: 500 nodes, 2 000 pods per workload; full: 5 000 / 10 000
 #   BENCH_ROUNDS       times every scheduler_perf workload runs, in turn (small and full: 5)
-#   BENCH_MICRO_COUNT  -count of the micro-benchmarks (6)
+#   BENCH_MICRO_COUNT  -count of the micro-benchmarks, and the rounds of the scheduling
+#                      cycle's (test/perf/cycle) (6)
 #   BENCH_LABELS       more scheduler_perf labels a test case must have (or, with a leading
 #                      -, must not have; test/perf/config/performance-config.yaml lists
 #                      them), e.g. pairs (the summary's throughput pairs) or -pairs (the
 #                      rest): a full-scale run of every workload takes about 40 minutes a
 #                      round on 2 cores, so the parts can run separately and
 #                      make bench-report combines them
+#   BENCH_PERF        false: micro-benchmarks and the scheduling cycle only, no scheduler_perf
+#                      (make bench-report then takes the workloads from other runs)
 #   BENCH_OUT          where raw outputs go (.cache/bench/<scale>-<UTC time>), run.env among
 #                      them: the settings above and the commit, for --report
 #   BENCH_DOC          the document written (docs/benchmarks.md)
@@ -97,6 +100,7 @@ mkdir -p "$BENCH_OUT"
 {
   printf 'BENCH_SCALE=%s\n' "$BENCH_SCALE"
   printf 'BENCH_LABELS=%s\n' "${BENCH_LABELS:-}"
+  printf 'BENCH_PERF=%s\n' "${BENCH_PERF:-true}"
   printf 'BENCH_ROUNDS=%s\n' "$BENCH_ROUNDS"
   printf 'BENCH_MICRO_COUNT=%s\n' "$BENCH_MICRO_COUNT"
   printf 'BENCH_COMMIT=%s\n' "$COMMIT"
@@ -150,30 +154,59 @@ if ! $NICE go test -run '^$' -bench "$MICRO_BENCH" -benchmem -count "$BENCH_MICR
 fi
 info "done in $(since "$t")"
 
-# --- scheduler_perf -------------------------------------------------------------------------
-log "scheduler_perf workloads, BENCH_SCALE=$BENCH_SCALE, $BENCH_ROUNDS round(s)"
-t=$(date +%s)
-mkdir -p "$BENCH_OUT/logs" "$BENCH_OUT/items"
-# ARTIFACTS: scheduler_perf writes each workload's log there and keeps it only if it fails.
-PERF_OK=true
-# A CPU profile of the whole run, except in the smoke (docs/benchmarks.md, "Where the CPU goes").
-PROFILE=()
-$SMOKE || PROFILE=(-cpuprofile "$BENCH_OUT/perf.cpu.pprof" -o "$BENCH_OUT/perf.test")
-if ! ARTIFACTS="$BENCH_OUT/logs" $NICE go test "${MODFLAG[@]}" ./test/perf/ -run '^$' "${PROFILE[@]}" \
-  -bench BenchmarkPerfScheduling -benchtime=1x -count 1 -timeout 3h \
-  -args -rounds "$BENCH_ROUNDS" -perf-scheduling-label-filter="$BENCH_SCALE${BENCH_LABELS:+,$BENCH_LABELS}" \
-  -data-items-dir="$BENCH_OUT/items" >"$BENCH_OUT/perf.log" 2>&1; then
-  PERF_OK=false
-  grep -E -- '^(--- FAIL|FAIL|panic:)|FATAL|Error running|unexpected goroutines' "$BENCH_OUT/perf.log" | head -n 20 >&2 || true
-  grep -q '^BenchmarkPerfScheduling/' "$BENCH_OUT/perf.log" \
-    || die "no scheduler_perf workload completed: $BENCH_OUT/perf.log, logs in $BENCH_OUT/logs"
-  warn "some scheduler_perf workloads failed (above): $BENCH_OUT/perf.log, logs in $BENCH_OUT/logs"
+# --- scheduling cycle -------------------------------------------------------------------------
+# test/perf/cycle's BenchmarkSchedulingCycle, once per round (every other one in reverse
+# order) rather than with -count, which repeats each sub-benchmark back to back: so run i
+# of each case ran next to run i of the others, and the report pairs them as it pairs
+# scheduler_perf's rounds. Its results go to micro.txt with the micro-benchmarks'.
+if ! $SMOKE; then
+  log "scheduling cycle (test/perf/cycle), $BENCH_MICRO_COUNT round(s)"
+  t=$(date +%s)
+  CYCLE_TEST=$BENCH_OUT/cycle.test
+  $NICE go test -c -o "$CYCLE_TEST" ./test/perf/cycle/ || die "test/perf/cycle does not build"
+  for ((round = 1; round <= BENCH_MICRO_COUNT; round++)); do
+    order=()
+    ((round % 2)) || order=(-reverse)
+    # In the package's directory, as go test runs it: the test reads the manifests by relative path.
+    if ! (cd test/perf/cycle && $NICE "$CYCLE_TEST" -test.run '^$' -test.bench '^BenchmarkSchedulingCycle$' \
+      -test.benchmem -test.count 1 "${order[@]}") >>"$BENCH_OUT/micro.txt" 2>&1; then
+      warn "BenchmarkSchedulingCycle failed in round $round (see $BENCH_OUT/micro.txt); continuing"
+    fi
+  done
+  info "done in $(since "$t")"
 fi
-# One name per workload across rounds, so benchstat and the report see repeated runs.
-grep -E -- '^(Benchmark|--- FAIL: Benchmark|goos|goarch|pkg|cpu)' "$BENCH_OUT/perf.log" \
-  | grep -v '^BenchmarkPerfScheduling/round-[0-9]*-' \
-  | sed -E 's#/round-[0-9]+(/|$)#\1#' >"$BENCH_OUT/perf.txt"
-info "done in $(since "$t")"
+
+# --- scheduler_perf -------------------------------------------------------------------------
+# BENCH_PERF=false leaves it out: a run of the micro-benchmarks and the scheduling cycle
+# alone, whose document make bench-report completes with other runs' workloads.
+PERF_OK=true
+: >"$BENCH_OUT/perf.txt"
+if [[ ${BENCH_PERF:-true} == true ]]; then
+  log "scheduler_perf workloads, BENCH_SCALE=$BENCH_SCALE, $BENCH_ROUNDS round(s)"
+  t=$(date +%s)
+  mkdir -p "$BENCH_OUT/logs" "$BENCH_OUT/items"
+  # ARTIFACTS: scheduler_perf writes each workload's log there and keeps it only if it fails.
+  # A CPU profile of the whole run, except in the smoke (docs/benchmarks.md, "Where the CPU goes").
+  PROFILE=()
+  $SMOKE || PROFILE=(-cpuprofile "$BENCH_OUT/perf.cpu.pprof" -o "$BENCH_OUT/perf.test")
+  if ! ARTIFACTS="$BENCH_OUT/logs" $NICE go test "${MODFLAG[@]}" ./test/perf/ -run '^$' "${PROFILE[@]}" \
+    -bench BenchmarkPerfScheduling -benchtime=1x -count 1 -timeout 3h \
+    -args -rounds "$BENCH_ROUNDS" -perf-scheduling-label-filter="$BENCH_SCALE${BENCH_LABELS:+,$BENCH_LABELS}" \
+    -data-items-dir="$BENCH_OUT/items" >"$BENCH_OUT/perf.log" 2>&1; then
+    PERF_OK=false
+    grep -E -- '^(--- FAIL|FAIL|panic:)|FATAL|Error running|unexpected goroutines' "$BENCH_OUT/perf.log" | head -n 20 >&2 || true
+    grep -q '^BenchmarkPerfScheduling/' "$BENCH_OUT/perf.log" \
+      || die "no scheduler_perf workload completed: $BENCH_OUT/perf.log, logs in $BENCH_OUT/logs"
+    warn "some scheduler_perf workloads failed (above): $BENCH_OUT/perf.log, logs in $BENCH_OUT/logs"
+  fi
+  # One name per workload across rounds, so benchstat and the report see repeated runs.
+  grep -E -- '^(Benchmark|--- FAIL: Benchmark|goos|goarch|pkg|cpu)' "$BENCH_OUT/perf.log" \
+    | grep -v '^BenchmarkPerfScheduling/round-[0-9]*-' \
+    | sed -E 's#/round-[0-9]+(/|$)#\1#' >"$BENCH_OUT/perf.txt"
+  info "done in $(since "$t")"
+else
+  log "scheduler_perf left out (BENCH_PERF=${BENCH_PERF})"
+fi
 
 if $SMOKE; then
   $PERF_OK || die "bench-smoke: scheduler_perf workloads failed"
@@ -187,14 +220,15 @@ fi
 units='SchedulingThroughput/Average OR measured-pods/s OR created-pods/s OR all-bound-s OR extra-attempts'
 units+=' OR held-pods OR fail-open OR released-timeout OR cold-req/image OR cold-manifest-req/image'
 units+=' OR outage-req/image OR scheduler_framework_extension_point_duration_ms/Average OR runtime_seconds'
-"$BENCHSTAT" -filter ".unit:($units)" "$BENCH_OUT/perf.txt" >"$BENCH_OUT/perf.benchstat"
+[[ ! -s $BENCH_OUT/perf.txt ]] || "$BENCHSTAT" -filter ".unit:($units)" "$BENCH_OUT/perf.txt" >"$BENCH_OUT/perf.benchstat"
 
 WORKLOADS="every workload"
 [[ -z ${BENCH_LABELS:-} ]] || WORKLOADS="the workloads of BENCH_LABELS=$BENCH_LABELS"
+[[ ${BENCH_PERF:-true} == true ]] || WORKLOADS="no scheduler_perf workload (BENCH_PERF=false)"
 {
   printf 'date\t%s\n' "$(date -u +'%Y-%m-%d %H:%M UTC')"
-  printf 'scale\tBENCH_SCALE=%s, %s round(s) of %s, micro-benchmarks -count %s\n' \
-    "$BENCH_SCALE" "$BENCH_ROUNDS" "$WORKLOADS" "$BENCH_MICRO_COUNT"
+  printf 'scale\tBENCH_SCALE=%s, %s round(s) of %s, micro-benchmarks -count %s, scheduling cycle %s round(s)\n' \
+    "$BENCH_SCALE" "$BENCH_ROUNDS" "$WORKLOADS" "$BENCH_MICRO_COUNT" "$BENCH_MICRO_COUNT"
   printf 'CPU\t%s\n' "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')"
   printf 'cores (nproc)\t%s\n' "$(nproc)"
   printf 'memory\t%s GiB\n' "$(awk '/MemTotal/ {printf "%.1f", $2/1048576}' /proc/meminfo)"

@@ -87,7 +87,8 @@ func Document(runs []*Run, rows []Row) string {
 	b.WriteString("\n## Summary\n\n")
 	b.WriteString("Throughput is scheduler_perf's `SchedulingThroughput` (the mean of its one-second samples of pods bound), " +
 		"the median over the runs; the bind rate beside it is the same pods divided by the time from their first to their last bind. " +
-		"Micro-benchmarks are medians of `go test -bench -benchmem` runs.\n\n")
+		"Micro-benchmarks and the scheduling cycle are medians of `go test -bench -benchmem` runs; " +
+		"the scheduling cycle's ratios are of cycles per second, the inverse ratio of its times.\n\n")
 	b.WriteString(Table(rows, multi))
 	var notes []string
 	for _, rw := range rows {
@@ -161,8 +162,13 @@ func Document(runs []*Run, rows []Row) string {
 		b.WriteString("\n```\n")
 		return b.String()
 	}
-	if micro := microRun(runs); micro.ID != "" {
-		fmt.Fprintf(&b, "\n### Micro-benchmarks, run %s\n\n```\n%s\n```\n", micro.ID, micro.MicroBenchstat)
+	// The scheduling cycle's results are in its run's micro-benchmark output.
+	shown := map[string]bool{}
+	for _, run := range []*Run{microRun(runs), cycleRun(runs)} {
+		if run.ID != "" && !shown[run.ID] {
+			shown[run.ID] = true
+			fmt.Fprintf(&b, "\n### Micro-benchmarks, run %s\n\n```\n%s\n```\n", run.ID, run.MicroBenchstat)
+		}
 	}
 	for _, run := range used {
 		if perfRowsFrom(run.ID, rows) {
@@ -172,10 +178,11 @@ func Document(runs []*Run, rows []Row) string {
 	return b.String()
 }
 
-// perfRowsFrom says whether a row other than a micro-benchmark's comes from the run.
+// perfRowsFrom says whether a row other than a micro-benchmark's (or the scheduling
+// cycle's, which come from the same output) comes from the run.
 func perfRowsFrom(id string, rows []Row) bool {
 	for _, rw := range rows {
-		if rw.Run == id && rw.Section != microSection {
+		if rw.Run == id && rw.Section != microSection && rw.Section != cycleSection {
 			return true
 		}
 	}
@@ -185,8 +192,11 @@ func perfRowsFrom(id string, rows []Row) bool {
 // runDetails is what the run recorded beyond its scale, for the opening sentence.
 func runDetails(run *Run) string {
 	var parts []string
-	if run.Labels != "" {
-		parts = append(parts, "only the workloads of `BENCH_LABELS="+run.Labels+"`")
+	switch {
+	case run.NoPerf:
+		parts = append(parts, run.workloads())
+	case run.Labels != "":
+		parts = append(parts, "only the workloads of "+run.workloads())
 	}
 	if run.Commit != "" {
 		parts = append(parts, "commit "+run.Commit)
@@ -206,11 +216,8 @@ func runCoverage(run *Run, rows []Row, profile *Run) string {
 		fmt.Fprintf(&b, " (`%s`)", run.Dir)
 	}
 	fmt.Fprintf(&b, ": `BENCH_SCALE=%s`, %s", run.Scale.Name, run.Scale.Description)
-	switch {
-	case run.Labels != "":
-		fmt.Fprintf(&b, "; `BENCH_LABELS=%s`", run.Labels)
-	case run.Recorded:
-		b.WriteString("; every workload")
+	if w := run.workloads(); w != "" {
+		b.WriteString("; " + w)
 	}
 	if run.Rounds != "" {
 		fmt.Fprintf(&b, "; %s rounds", run.Rounds)

@@ -95,6 +95,27 @@ ArchFilter under ` + "`multiPoint`" + ` and under ` + "`filter`" + `, which make
   ` + "`kubernetes.io/arch`" + ` label, so no node is filtered out: the ratio is what ArchFilter's per-cycle
   work (PreEnqueue, PreFilter, Filter, Score) costs the workloads users already run.
 
+**Scheduling cycle** (` + "`BenchmarkSchedulingCycle`" + ` in [test/perf/cycle](../test/perf/cycle)) times one call of
+the scheduler's ` + "`SchedulePod`" + `: the scheduling algorithm of one pod (PreFilter, Filter, PreScore, Score
+and the choice of a node) in a real kube-scheduler (` + "`scheduler.New`" + `) over a fake clientset of 5 000
+nodes of the mix above, with kube-scheduler's own parallelism (16 goroutines) and
+percentageOfNodesToScore unset (500 feasible nodes at 5 000), as in production. Each iteration
+schedules a fresh pod that is never bound, so every cycle sees the same cluster. No apiserver,
+etcd or pod creator shares the cores, and neither the queue nor binding runs: the figures are the
+algorithm's cost alone, which complements scheduler_perf's throughput (what a cluster sees end to
+end, but swinging by ±15–30 % from round to round on two cores). The profiles are the default one;
+the ArchFilter profile of ` + "`manifests/scheduler-config/default-scheduler.yaml`" + `, whose images ArchFilter's
+PreEnqueue resolves through an in-memory registry before the timing starts, so the measured pods
+take the steady-state path (a resolver Lookup in PreFilter); and the default plus a minimal Filter
+plugin, enabled as ArchFilter is (first among the Filter plugins), that reads each node's
+` + "`kubernetes.io/arch`" + ` label and rejects the architectures outside a fixed set with a status per
+rejection. That plugin pays only what rejecting the s390x nodes costs the scheduler, whoever
+rejects them (more nodes examined, a status and a diagnosis entry per rejected node: see above),
+so *ArchFilter / minimal plugin* says how close ArchFilter comes to the cost no plugin avoids.
+` + "`make bench`" + ` runs the benchmark once per round, ` + "`BENCH_MICRO_COUNT`" + ` rounds, every other one in reverse
+order; its ratios are of cycles per second (the inverse ratio of the median times), beside the
+ratios of the rounds and the sign test's confidence, as for throughput.
+
 **Micro-benchmarks** are the plugin's and the resolver's ` + "`go test -bench`" + ` benchmarks
 (` + "`pkg/plugins/archfilter`" + `, ` + "`pkg/resolver`" + `) with ` + "`-benchmem`" + `: Filter on the accept and reject paths
 next to the in-tree NodeAffinity Filter on the same nodes, PreFilter and PreEnqueue with a warm

@@ -19,6 +19,8 @@ type Run struct {
 	Recorded bool
 	// Labels is the run's BENCH_LABELS: empty when it ran every workload of its scale.
 	Labels string
+	// NoPerf says the run left scheduler_perf out (BENCH_PERF=false).
+	NoPerf bool
 	// Rounds is BENCH_ROUNDS, Commit the commit measured ("-dirty" for a changed tree);
 	// empty when unknown.
 	Rounds, Commit string
@@ -45,11 +47,25 @@ func (run *Run) date() string {
 	return ""
 }
 
+// workloads says which scheduler_perf workloads the run ran: none, those of its
+// labels, every one of its scale, or "" when the run did not record it.
+func (run *Run) workloads() string {
+	switch {
+	case run.NoPerf:
+		return "no scheduler_perf workload (`BENCH_PERF=false`)"
+	case run.Labels != "":
+		return "`BENCH_LABELS=" + run.Labels + "`"
+	case run.Recorded:
+		return "every workload"
+	}
+	return ""
+}
+
 // describe says which run this is, for a line under a section's header.
 func (run *Run) describe() string {
 	parts := []string{"`BENCH_SCALE=" + run.Scale.Name + "`"}
-	if run.Labels != "" {
-		parts = append(parts, "`BENCH_LABELS="+run.Labels+"`")
+	if run.NoPerf || run.Labels != "" {
+		parts = append(parts, run.workloads())
 	}
 	if d := run.date(); d != "" {
 		parts = append(parts, d)

@@ -35,13 +35,16 @@ func atLeast(v, target float64) Status {
 // Summary builds the summary table's rows from one or more runs: each measurement,
 // and for those with a target, whether it was met. The rows of a comparison come from
 // one run, the run of the largest scale that measured both sides (pickPair); the
-// micro-benchmarks from the newest run that has them. Each row names its run.
+// scheduling cycle and the micro-benchmarks from the newest run that has them. Each
+// row names its run.
 func Summary(runs []*Run) []Row {
 	var rows []Row
 	rows = append(rows, throughputRows(runs)...)
 	rows = append(rows, upstreamRows(runs)...)
 	rows = append(rows, coldCacheRows(runs)...)
 	rows = append(rows, outageRows(runs)...)
+	cycle := cycleRun(runs)
+	rows = append(rows, fromRun(cycle, cycleRows(cycle.Results))...)
 	micro := microRun(runs)
 	rows = append(rows, fromRun(micro, microRows(micro.Results))...)
 	return rows

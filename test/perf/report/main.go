@@ -156,6 +156,7 @@ func loadRun(dir string) (*benchreport.Run, error) {
 	case err == nil:
 		run.Recorded = true
 		run.Labels, run.Rounds, run.Commit = env["BENCH_LABELS"], env["BENCH_ROUNDS"], env["BENCH_COMMIT"]
+		run.NoPerf = env["BENCH_PERF"] == "false"
 	case !errors.Is(err, fs.ErrNotExist):
 		return nil, err
 	}

@@ -38,6 +38,9 @@ func TestRun(t *testing.T) {
 	write("old/machine.txt", "date\t2026-11-26 04:58 UTC\nscale\tBENCH_SCALE=small, 5 round(s) of every workload, micro-benchmarks -count 6\n")
 	write("old/micro.txt", acceptClean)
 	write("unfinished/micro.txt", acceptClean)
+	write("microonly/run.env", "BENCH_SCALE=small\nBENCH_PERF=false\nBENCH_ROUNDS=5\nBENCH_COMMIT=2eca7ed\n")
+	write("microonly/machine.txt", "date\t2026-11-26 08:10 UTC\n")
+	write("microonly/micro.txt", acceptClean)
 	write("noscale/machine.txt", "date\t2026-11-26 04:58 UTC\n")
 	write("noscale/micro.txt", acceptClean)
 	write("empty/machine.txt", "date\t2026-11-26 04:58 UTC\nscale\tBENCH_SCALE=small, 5 round(s)\n")
@@ -87,6 +90,15 @@ func TestRun(t *testing.T) {
 				"| scheduling cycles spent on held pods (attempts beyond one per pod) | 0 over 1 runs (100 pods held at PreEnqueue) | 0 | met | A |",
 				"From run A: `BENCH_SCALE=full`",
 				"micro.benchstat: no such file or directory)",
+			},
+		},
+		{
+			name:    "a run without scheduler_perf gives the micro-benchmarks, the other the workloads",
+			o:       options{dirs: []string{full, filepath.Join(dir, "microonly")}, out: doc},
+			wantOut: "| ArchFilter Filter, node accepted | 109 ns/op, 0 allocs/op, 0 B/op | 0 allocs/op | met | B |",
+			wantDoc: []string{
+				"- **Run B** (`microonly`): `BENCH_SCALE=small`, 500 nodes, 2 000 pods per workload; no scheduler_perf workload (`BENCH_PERF=false`); 5 rounds; commit 2eca7ed",
+				"| scheduling cycles spent on held pods (attempts beyond one per pod) | 0 over 1 runs (100 pods held at PreEnqueue) | 0 | met | A |",
 			},
 		},
 		{

@@ -1,0 +1,120 @@
+package benchreport
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// cycleSection is the summary section of test/perf/cycle's BenchmarkSchedulingCycle.
+const cycleSection = "Scheduling cycle, 5 000 nodes (SchedulePod, no apiserver)"
+
+// nsPerOp is go test's unit of time per iteration: per scheduling cycle here.
+const nsPerOp = "ns/op"
+
+// cycleBench is the benchmark of one case of BenchmarkSchedulingCycle, "<pods>/<profile>".
+func cycleBench(c string) string { return "BenchmarkSchedulingCycle/" + c }
+
+// cycleCases are BenchmarkSchedulingCycle's cases, in the summary's order.
+var cycleCases = []struct{ name, label string }{
+	{"multiarch/default", "multi-arch pods (amd64, arm64), default profile: accepts the s390x nodes, where they cannot run (reference)"},
+	{"multiarch/minimal", "multi-arch pods, default + a minimal Filter plugin rejecting the s390x nodes by label"},
+	{"multiarch/archfilter", "multi-arch pods, default + ArchFilter (warm cache)"},
+	{"multiarch-affinity/default", "multi-arch pods with required nodeAffinity kubernetes.io/arch In [amd64, arm64], default profile"},
+	{"everywhere/default", "images of every node architecture, default profile"},
+	{"everywhere/archfilter", "images of every node architecture, default + ArchFilter (allows every node)"},
+	{"s390x/archfilter", "s390x-only pods, default + ArchFilter (PreFilterResult node index)"},
+	{"s390x-affinity/default", "s390x-only pods with required nodeAffinity In [s390x], default profile"},
+}
+
+// cycleRatio compares two cases of BenchmarkSchedulingCycle by cycles per second:
+// subject's over base's, the inverse ratio of their times per cycle.
+type cycleRatio struct {
+	label         string
+	base, subject string
+	target        float64 // 0: none
+}
+
+var cycleRatios = []cycleRatio{
+	{"cycles/s ratio ArchFilter / minimal plugin: how close ArchFilter comes to the cost no plugin avoids",
+		"multiarch/minimal", "multiarch/archfilter", 0},
+	{"cycles/s ratio ArchFilter / required nodeAffinity, multi-arch pods",
+		"multiarch-affinity/default", "multiarch/archfilter", 1.0},
+	{"cycles/s ratio ArchFilter / default, images of every architecture: the cost of turning it on",
+		"everywhere/default", "everywhere/archfilter", 0.98},
+	{"cycles/s ratio ArchFilter / nodeAffinity, s390x-only pods",
+		"s390x-affinity/default", "s390x/archfilter", 4},
+	{"for reference: cycles/s ratio ArchFilter / default, multi-arch pods (the default rejects no node)",
+		"multiarch/default", "multiarch/archfilter", 0},
+}
+
+// cycleRun is the run the scheduling cycle's rows come from: the newest that ran
+// BenchmarkSchedulingCycle (every ratio pairs cases of that one run), or noRun.
+func cycleRun(runs []*Run) *Run {
+	ran := func(run *Run) bool {
+		return slices.ContainsFunc(run.Results.names(), func(n string) bool { return strings.HasPrefix(n, cycleBench("")) })
+	}
+	if run := newest(runs, ran); run != nil {
+		return run
+	}
+	return noRun()
+}
+
+func cycleRows(r *Results) []Row {
+	var rows []Row
+	for _, c := range cycleCases {
+		n := cycleBench(c.name)
+		t, ok := r.median(n, nsPerOp)
+		if !ok {
+			rows = append(rows, Row{Section: cycleSection, Measurement: c.label, Result: "no result (" + n + ")", Status: NoData})
+			continue
+		}
+		a, _ := r.median(n, "allocs/op")
+		result := fmt.Sprintf("%s and %s allocations per cycle", ns(t), f0(a))
+		if lo, hi, pct, ok := spread(r.values(n, nsPerOp)); ok {
+			result += fmt.Sprintf(" (%s–%s over %d runs, ±%.0f %%)", ns(lo), ns(hi), r.runs(n, nsPerOp), pct)
+		}
+		rows = append(rows, Row{Section: cycleSection, Measurement: c.label, Result: result, Status: NoCheck})
+	}
+	for _, c := range cycleRatios {
+		rows = append(rows, cycleRatioRow(r, c))
+	}
+	return rows
+}
+
+// cycleRatioRow is the ratio of the medians, with the ratios of the runs, paired in
+// order: hack/bench runs the benchmark once per round, so the i-th values of two cases
+// were measured side by side, as scheduler_perf's rounds are.
+func cycleRatioRow(r *Results, c cycleRatio) Row {
+	row := Row{Section: cycleSection, Measurement: c.label, Status: NoCheck}
+	if c.target > 0 {
+		row.Target = fmt.Sprintf("≥ %.2f", c.target)
+	}
+	base, subject := cycleBench(c.base), cycleBench(c.subject)
+	tb, okb := r.median(base, nsPerOp)
+	ts, oks := r.median(subject, nsPerOp)
+	if !okb || !oks || ts == 0 {
+		row.Result, row.Status = "no result", NoData
+		return row
+	}
+	ratio := tb / ts
+	row.Result = f2(ratio)
+	// Cycles per second are the inverse of times: divide base's time by subject's.
+	if rounds := pairedRatios(r.values(subject, nsPerOp), r.values(base, nsPerOp)); rounds != nil {
+		if c.target > 0 {
+			row.Result += "; " + roundsVerdict(rounds, c.target)
+		} else {
+			row.Result += fmt.Sprintf("; per round %s–%s", f2(slices.Min(rounds)), f2(slices.Max(rounds)))
+		}
+	}
+	if c.target > 0 {
+		row.Status = atLeast(ratio, c.target)
+	}
+	if row.Status == Missed {
+		row.Note = fmt.Sprintf("ratio %s against a target of %s.", f2(ratio), f2(c.target))
+		if parts := spreads(r, []string{base, subject}, nsPerOp, "per cycle", ns); len(parts) > 0 {
+			row.Note += " " + strings.Join(parts, "; ") + "."
+		}
+	}
+	return row
+}

@@ -1,0 +1,117 @@
+package benchreport
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// cycleLines are BenchmarkSchedulingCycle result lines of one case, a run per time.
+func cycleLines(c string, nsPerCycle ...float64) []string {
+	var out []string
+	for _, v := range nsPerCycle {
+		out = append(out, result(cycleBench(c), v, "ns/op", 500000, "B/op", 7000, "allocs/op"))
+	}
+	return out
+}
+
+func TestCycleRows(t *testing.T) {
+	const (
+		archFilterCase = "multi-arch pods, default + ArchFilter (warm cache)"
+		minimalRatio   = "cycles/s ratio ArchFilter / minimal plugin: how close ArchFilter comes to the cost no plugin avoids"
+		affinityRatio  = "cycles/s ratio ArchFilter / required nodeAffinity, multi-arch pods"
+		everywhere     = "cycles/s ratio ArchFilter / default, images of every architecture: the cost of turning it on"
+		s390xRatio     = "cycles/s ratio ArchFilter / nodeAffinity, s390x-only pods"
+		referenceRatio = "for reference: cycles/s ratio ArchFilter / default, multi-arch pods (the default rejects no node)"
+	)
+	// all are two runs of every case, in µs per cycle, but those of except.
+	all := func(everywhereArchFilter float64, except string) []string {
+		var lines []string
+		for c, v := range map[string]float64{
+			"multiarch/default": 1100, "multiarch/minimal": 1200, "multiarch/archfilter": 1210,
+			"multiarch-affinity/default": 1450, "everywhere/default": 1000, "everywhere/archfilter": everywhereArchFilter,
+			"s390x/archfilter": 400, "s390x-affinity/default": 2600,
+		} {
+			if c != except {
+				lines = append(lines, cycleLines(c, v*1000, v*1010)...)
+			}
+		}
+		return lines
+	}
+	tests := []struct {
+		name  string
+		lines []string
+		want  []verdict
+		// wantNotes are parts of the missed rows' notes.
+		wantNotes []string
+	}{
+		{
+			name:  "faster than node affinity, 6.5× on s390x, every architecture within 2 %: met",
+			lines: all(1010, ""),
+			want:  []verdict{{affinityRatio, Met}, {everywhere, Met}, {s390xRatio, Met}},
+		},
+		{
+			name:  "every architecture 3 % slower with ArchFilter: missed, with the spread",
+			lines: all(1030, ""),
+			want:  []verdict{{affinityRatio, Met}, {everywhere, Missed}, {s390xRatio, Met}},
+			wantNotes: []string{
+				"ratio 0.97 against a target of 0.98. ",
+				"`BenchmarkSchedulingCycle/everywhere/archfilter` ranged 1.03 ms–1.04 ms per cycle over 2 runs (±0 % around its median)",
+			},
+		},
+		{
+			name:  "ArchFilter's multi-arch case missing: no data for it and its ratios",
+			lines: all(1010, "multiarch/archfilter"),
+			want: []verdict{{archFilterCase, NoData}, {minimalRatio, NoData}, {affinityRatio, NoData},
+				{everywhere, Met}, {s390xRatio, Met}, {referenceRatio, NoData}},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []verdict
+			var notes []string
+			for _, row := range cycleRows(parse(t, tc.lines...)) {
+				if row.Section != cycleSection {
+					t.Errorf("row %q is in section %q", row.Measurement, row.Section)
+				}
+				if row.Status == NoCheck {
+					continue
+				}
+				got = append(got, verdict{row.Measurement, row.Status})
+				if row.Note != "" {
+					notes = append(notes, row.Note)
+				}
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("verdicts (-want,+got):\n%s", diff)
+			}
+			all := strings.Join(notes, "\n")
+			for _, n := range tc.wantNotes {
+				if !strings.Contains(all, n) {
+					t.Errorf("notes lack %q; they are:\n%s", n, all)
+				}
+			}
+			if len(tc.wantNotes) == 0 && len(notes) > 0 {
+				t.Errorf("want no note, got:\n%s", all)
+			}
+		})
+	}
+}
+
+// TestCycleRatioRow: the ratios are of cycles per second, base's time over
+// subject's, for the medians and for each round.
+func TestCycleRatioRow(t *testing.T) {
+	lines := append(cycleLines("multiarch-affinity/default", 1200, 1000), cycleLines("multiarch/archfilter", 1000, 800)...)
+	row := cycleRatioRow(parse(t, lines...), cycleRatio{label: "x", base: "multiarch-affinity/default", subject: "multiarch/archfilter", target: 1})
+	want := Row{Section: cycleSection, Measurement: "x", Target: "≥ 1.00", Status: Met,
+		Result: "1.22; per round 1.20–1.25, ≥ 1.00 in 2 of 2 rounds (sign test: met with 75 % confidence)"}
+	if diff := cmp.Diff(want, row); diff != "" {
+		t.Errorf("cycleRatioRow (-want,+got):\n%s", diff)
+	}
+	row = cycleRatioRow(parse(t, lines...), cycleRatio{label: "x", base: "multiarch-affinity/default", subject: "multiarch/archfilter"})
+	want = Row{Section: cycleSection, Measurement: "x", Status: NoCheck, Result: "1.22; per round 1.20–1.25"}
+	if diff := cmp.Diff(want, row); diff != "" {
+		t.Errorf("cycleRatioRow without a target (-want,+got):\n%s", diff)
+	}
+}

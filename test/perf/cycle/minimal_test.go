@@ -1,0 +1,46 @@
+package cycle
+
+import (
+	"context"
+	"slices"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/archfilter/archfilter/internal/schedfw"
+)
+
+// minimalName is the minimal plugin's name in the minimal profile.
+const minimalName = "MinimalArchFilter"
+
+// reasonArchNotAllowed is the minimal plugin's rejection.
+const reasonArchNotAllowed = "node(s) didn't match the allowed architectures"
+
+// minimalArchFilter is the smallest Filter plugin that rejects the nodes ArchFilter
+// rejects for a pod: it reads the node's kubernetes.io/arch label and rejects the
+// architectures outside a set fixed when it is built, with a status of its own per
+// rejection (the framework writes into statuses, so every plugin allocates one). It
+// has no PreFilter, no Score and no registry: a profile with it measures what
+// rejecting those nodes costs the scheduler, whoever rejects them.
+type minimalArchFilter struct {
+	allowed []string
+}
+
+var _ schedfw.FilterPlugin = &minimalArchFilter{}
+
+// newMinimalArchFilter returns the plugin's factory, allowing the architectures given.
+func newMinimalArchFilter(allowed ...string) func(context.Context, runtime.Object, schedfw.Handle) (schedfw.Plugin, error) {
+	return func(context.Context, runtime.Object, schedfw.Handle) (schedfw.Plugin, error) {
+		return &minimalArchFilter{allowed: allowed}, nil
+	}
+}
+
+func (pl *minimalArchFilter) Name() string { return minimalName }
+
+func (pl *minimalArchFilter) Filter(_ context.Context, _ fwk.CycleState, _ *v1.Pod, nodeInfo fwk.NodeInfo) *fwk.Status {
+	if slices.Contains(pl.allowed, nodeInfo.Node().Labels[v1.LabelArchStable]) {
+		return nil
+	}
+	return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, reasonArchNotAllowed)
+}

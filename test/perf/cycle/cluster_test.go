@@ -40,6 +40,10 @@ const (
 	// profileMinimal adds minimalArchFilter as the manifest adds ArchFilter,
 	// under multiPoint and filter, which makes it the first Filter plugin.
 	profileMinimal = "minimal"
+	// profileMinimalAll is profileMinimal with a plugin that allows every node
+	// architecture: what any Filter plugin that checks the architecture costs when
+	// it rejects nothing.
+	profileMinimalAll = "minimal-all"
 	// profileArchFilter is manifests/scheduler-config/default-scheduler.yaml's
 	// profile: the default plugins plus ArchFilter under multiPoint and filter.
 	profileArchFilter = "archfilter"
@@ -48,6 +52,9 @@ const (
 // minimalAllowed are the architectures minimalArchFilter allows: those of the
 // multi-arch image, the only pods the minimal profile schedules.
 var minimalAllowed = []string{"amd64", "arm64"}
+
+// minimalAllAllowed are the architectures of every node, for profileMinimalAll.
+var minimalAllAllowed = []string{"amd64", "arm64", "s390x"}
 
 // image is a repository of the test registry and the platforms of its index.
 type image struct {
@@ -103,7 +110,8 @@ func newCluster(tb testing.TB, ctx context.Context, n int) *cluster {
 		scheduler.WithProfiles(loadProfiles(tb, reg.Host())...),
 		scheduler.WithFrameworkOutOfTreeRegistry(frameworkruntime.Registry{
 			archfilter.Name: archfilter.New,
-			minimalName:     newMinimalArchFilter(minimalAllowed...),
+			minimalName:     newMinimalArchFilter(minimalName, minimalAllowed...),
+			minimalAllName:  newMinimalArchFilter(minimalAllName, minimalAllAllowed...),
 		}))
 	if err != nil {
 		tb.Fatalf("scheduler.New: %v", err)
@@ -157,6 +165,14 @@ profiles:
     filter:
       enabled:
       - name: `+minimalName+`
+- schedulerName: `+profileMinimalAll+`
+  plugins:
+    multiPoint:
+      enabled:
+      - name: `+minimalAllName+`
+    filter:
+      enabled:
+      - name: `+minimalAllName+`
 `))
 	data, err := os.ReadFile(defaultScheduler)
 	if err != nil {

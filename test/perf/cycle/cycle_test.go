@@ -46,6 +46,7 @@ var cases = []cycleCase{
 	{name: "multiarch-affinity/default", profile: profileDefault, img: imageMultiArch,
 		affinity: []string{"amd64", "arm64"}, allowed: []string{"amd64", "arm64"}},
 	{name: "everywhere/default", profile: profileDefault, img: imageEverywhere},
+	{name: "everywhere/minimal", profile: profileMinimalAll, img: imageEverywhere, allowed: minimalAllAllowed},
 	{name: "everywhere/archfilter", profile: profileArchFilter, img: imageEverywhere, allowed: []string{"amd64", "arm64", "s390x"}},
 	{name: "s390x/archfilter", profile: profileArchFilter, img: imageS390x, allowed: []string{"s390x"}},
 	{name: "s390x-affinity/default", profile: profileDefault, img: imageS390x,
@@ -101,7 +102,7 @@ func TestSchedulingCycle(t *testing.T) {
 	c := newCluster(t, ctx, benchNodes)
 
 	// ArchFilter and the minimal plugin both run first among the Filter plugins.
-	for profile, first := range map[string]string{profileArchFilter: archfilter.Name, profileMinimal: minimalName} {
+	for profile, first := range map[string]string{profileArchFilter: archfilter.Name, profileMinimal: minimalName, profileMinimalAll: minimalAllName} {
 		filters := c.sched.Profiles[profile].ListPlugins().Filter.Enabled
 		if len(filters) < 2 || filters[0].Name != first {
 			t.Errorf("profile %s: Filter plugins %v, want %s first", profile, filters, first)

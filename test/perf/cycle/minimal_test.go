@@ -11,8 +11,12 @@ import (
 	"github.com/archfilter/archfilter/internal/schedfw"
 )
 
-// minimalName is the minimal plugin's name in the minimal profile.
-const minimalName = "MinimalArchFilter"
+// The minimal plugin's names: in the minimal profile, and in the minimal-all profile
+// where it allows every node architecture.
+const (
+	minimalName    = "MinimalArchFilter"
+	minimalAllName = "MinimalArchFilterAll"
+)
 
 // reasonArchNotAllowed is the minimal plugin's rejection.
 const reasonArchNotAllowed = "node(s) didn't match the allowed architectures"
@@ -24,19 +28,21 @@ const reasonArchNotAllowed = "node(s) didn't match the allowed architectures"
 // has no PreFilter, no Score and no registry: a profile with it measures what
 // rejecting those nodes costs the scheduler, whoever rejects them.
 type minimalArchFilter struct {
+	name    string
 	allowed []string
 }
 
 var _ schedfw.FilterPlugin = &minimalArchFilter{}
 
-// newMinimalArchFilter returns the plugin's factory, allowing the architectures given.
-func newMinimalArchFilter(allowed ...string) func(context.Context, runtime.Object, schedfw.Handle) (schedfw.Plugin, error) {
+// newMinimalArchFilter returns the factory of the plugin called name, allowing the
+// architectures given.
+func newMinimalArchFilter(name string, allowed ...string) func(context.Context, runtime.Object, schedfw.Handle) (schedfw.Plugin, error) {
 	return func(context.Context, runtime.Object, schedfw.Handle) (schedfw.Plugin, error) {
-		return &minimalArchFilter{allowed: allowed}, nil
+		return &minimalArchFilter{name: name, allowed: allowed}, nil
 	}
 }
 
-func (pl *minimalArchFilter) Name() string { return minimalName }
+func (pl *minimalArchFilter) Name() string { return pl.name }
 
 func (pl *minimalArchFilter) Filter(_ context.Context, _ fwk.CycleState, _ *v1.Pod, nodeInfo fwk.NodeInfo) *fwk.Status {
 	if slices.Contains(pl.allowed, nodeInfo.Node().Labels[v1.LabelArchStable]) {

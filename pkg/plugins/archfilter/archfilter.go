@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -46,6 +47,9 @@ type ArchFilter struct {
 	daemonSetChecked sync.Map
 	events           podEvents
 	clock            clock.WithDelayedExecution
+	// lastCycle is the cycle state PreFilter last wrote and what it wrote there,
+	// so Filter finds it without the cycle state's lookup (see filterState).
+	lastCycle atomic.Pointer[cycleRef]
 }
 
 var (

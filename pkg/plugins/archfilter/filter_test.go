@@ -768,6 +768,35 @@ func TestFilterOnClonedState(t *testing.T) {
 	}
 }
 
+// Filter takes the state of the cycle PreFilter last ran for from the plugin
+// (filterState); the state of an earlier cycle, or a clone, must still give that
+// cycle's answer, not the latest one's.
+func TestFilterAcrossCycles(t *testing.T) {
+	ctx := testContext(t)
+	h := newHarness(t, ctx, harnessConfig{})
+	armPod, amdPod := makePod("arm", imgARM64).Obj(), makePod("amd", imgAMD64).Obj()
+	armState, _, status := h.preFilter(ctx, armPod)
+	if !status.IsSuccess() {
+		t.Fatalf("PreFilter of the arm64 pod: %v", status)
+	}
+	amdState, _, status := h.preFilter(ctx, amdPod)
+	if !status.IsSuccess() {
+		t.Fatalf("PreFilter of the amd64 pod: %v", status)
+	}
+	wantARM := []string{nodeARM64, nodeBetaARM64, nodeNoPlatform}
+	sort.Strings(wantARM)
+	for name, state := range map[string]fwk.CycleState{"the earlier cycle's state": armState, "its clone": armState.Clone()} {
+		if diff := cmp.Diff(wantARM, h.feasible(ctx, state, armPod, nil)); diff != "" {
+			t.Errorf("feasible nodes for the arm64 pod on %s (-want,+got):\n%s", name, diff)
+		}
+	}
+	for _, node := range h.feasible(ctx, amdState, amdPod, nil) {
+		if node == nodeARM64 || node == nodeBetaARM64 {
+			t.Errorf("the latest cycle's state admits %s, an arm64 node, for the amd64 pod", node)
+		}
+	}
+}
+
 func TestPodDeletedWhileRetrying(t *testing.T) {
 	ctx := testContext(t)
 	args := defaultArgs(t)

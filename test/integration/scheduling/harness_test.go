@@ -166,8 +166,14 @@ func (c *cluster) scheduledNode(name string) string {
 	return node
 }
 
+// noNodesYet is kube-scheduler's message for a cycle that found no node in its cache
+// (schedule_one.go's ErrNoNodesAvailable).
+const noNodesYet = "no nodes available to schedule pods"
+
 // unschedulableMessage waits until the scheduler reports the pod unschedulable
-// and returns the PodScheduled condition's message.
+// and returns the PodScheduled condition's message, once the scheduler has seen
+// the nodes.
+
 func (c *cluster) unschedulableMessage(name string) string {
 	c.t.Helper()
 	var msg string
@@ -181,6 +187,11 @@ func (c *cluster) unschedulableMessage(name string) string {
 		}
 		for _, cond := range p.Status.Conditions {
 			if cond.Type == v1.PodScheduled && cond.Status == v1.ConditionFalse && cond.Reason == v1.PodReasonUnschedulable {
+				if cond.Message == noNodesYet {
+					// Tried before the scheduler's cache held the test's nodes (a
+					// busy machine); the node's arrival brings the pod back.
+					return false, nil
+				}
 				msg = cond.Message
 				return true, nil
 			}

@@ -123,3 +123,53 @@ func cycleRatioRow(r *Results, c cycleRatio) Row {
 	}
 	return row
 }
+
+// addCycleNote appends note to the missed rows of a scheduler_perf comparison: what
+// the scheduling cycle, measured without scheduler_perf's other work, says of it.
+func addCycleNote(rows []Row, note string) {
+	if note == "" {
+		return
+	}
+	for i := range rows {
+		if rows[i].Status == Missed {
+			rows[i].Note += " " + note
+		}
+	}
+}
+
+// cycleSpeed is the ratio of cycles per second of case subject to case base in run
+// (the inverse ratio of their median times), if both were measured.
+func cycleSpeed(run *Run, base, subject string) (float64, bool) {
+	tb, okb := run.Results.median(cycleBench(base), nsPerOp)
+	ts, oks := run.Results.median(cycleBench(subject), nsPerOp)
+	if !okb || !oks || ts == 0 {
+		return 0, false
+	}
+	return tb / ts, true
+}
+
+// everywhereCycleNote compares the cost of turning ArchFilter on with that of the
+// smallest Filter plugin that checks the architecture, from the scheduling cycle.
+func everywhereCycleNote(run *Run) string {
+	minimal, ok1 := cycleSpeed(run, "everywhere/default", "everywhere/minimal")
+	af, ok2 := cycleSpeed(run, "everywhere/minimal", "everywhere/archfilter")
+	if !ok1 || !ok2 {
+		return ""
+	}
+	return fmt.Sprintf("In one scheduling cycle over 5 000 nodes without scheduler_perf's apiserver (run %s, section *%s*), "+
+		"a minimal Filter plugin that allows every node by its label runs at %s of the default profile's cycles per second, "+
+		"and ArchFilter at %s of the minimal plugin's: most of the cost is one more Filter plugin called on every examined node, "+
+		"which no Filter plugin avoids.", run.ID, cycleSection, f2(minimal), f2(af))
+}
+
+// s390xCycleNote says how much faster ArchFilter's cycle is for minority-architecture
+// pods than node affinity's, when scheduler_perf's end-to-end ratio falls short.
+func s390xCycleNote(run *Run) string {
+	speed, ok := cycleSpeed(run, "s390x-affinity/default", "s390x/archfilter")
+	if !ok {
+		return ""
+	}
+	return fmt.Sprintf("One scheduling cycle is %s× faster with ArchFilter (run %s, section *%s*): "+
+		"end to end, the rest of scheduler_perf's one process (binding, kube-apiserver, etcd, the pod creator, on the same two cores) "+
+		"caps the ArchFilter side at about the pace of every other workload of the run.", f1(speed), run.ID, cycleSection)
+}

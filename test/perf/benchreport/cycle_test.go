@@ -1,6 +1,7 @@
 package benchreport
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -113,5 +114,53 @@ func TestCycleRatioRow(t *testing.T) {
 	want = Row{Section: cycleSection, Measurement: "x", Status: NoCheck, Result: "1.22; per round 1.20–1.25"}
 	if diff := cmp.Diff(want, row); diff != "" {
 		t.Errorf("cycleRatioRow without a target (-want,+got):\n%s", diff)
+	}
+}
+
+// TestCycleNotes: a missed scheduler_perf target for images of every architecture
+// or for s390x-only pods says what the scheduling cycle measured, when a run has it.
+func TestCycleNotes(t *testing.T) {
+	p := func(testCase string, v float64) string {
+		return result(perfName(testCase, smallWorkload), v, throughput)
+	}
+	perf := []string{p("Everywhere_Default", 400), p("Everywhere_ArchFilter", 360),
+		p("S390xOnly_NodeAffinity", 100), p("S390xOnly_ArchFilter", 300)}
+	var cycles []string
+	for c, v := range map[string]float64{"everywhere/default": 1000, "everywhere/minimal": 1100, "everywhere/archfilter": 1122,
+		"s390x-affinity/default": 6000, "s390x/archfilter": 660} {
+		cycles = append(cycles, cycleLines(c, v*1000)...)
+	}
+	for _, tc := range []struct {
+		name      string
+		lines     []string
+		wantNotes []string
+	}{
+		{name: "with the cycle", lines: append(slices.Clone(perf), cycles...), wantNotes: []string{
+			"a minimal Filter plugin that allows every node by its label runs at 0.91 of the default profile's cycles per second, and ArchFilter at 0.98 of the minimal plugin's",
+			"One scheduling cycle is 9.1× faster with ArchFilter (run A",
+		}},
+		{name: "without it", lines: perf},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			run := &Run{ID: "A", Scale: small, Results: parse(t, tc.lines...)}
+			var notes []string
+			for _, row := range throughputRows([]*Run{run}) {
+				if row.Note != "" {
+					notes = append(notes, row.Note)
+				}
+			}
+			all := strings.Join(notes, "\n")
+			if len(notes) != 2 {
+				t.Fatalf("want the two missed targets' notes, got:\n%s", all)
+			}
+			for _, n := range tc.wantNotes {
+				if !strings.Contains(all, n) {
+					t.Errorf("notes lack %q; they are:\n%s", n, all)
+				}
+			}
+			if len(tc.wantNotes) == 0 && strings.Contains(all, "scheduling cycle") {
+				t.Errorf("notes mention a cycle no run measured:\n%s", all)
+			}
+		})
 	}
 }

@@ -180,17 +180,21 @@ func throughputRows(runs []*Run) []Row {
 		side{"MixedArch_NodeAffinity", "default profile, pods with required nodeAffinity kubernetes.io/arch In [amd64, arm64]"},
 		side{"MixedArch_ArchFilter", "default + ArchFilter (warm cache), pods without affinity"},
 		1.0, "ratio ArchFilter / nodeAffinity")...)
-	rows = append(rows, compare(pickPair(runs, "Everywhere_Default", "Everywhere_ArchFilter"),
+	everywhere := compare(pickPair(runs, "Everywhere_Default", "Everywhere_ArchFilter"),
 		"Throughput: mixed nodes, images of every node architecture",
 		side{"Everywhere_Default", "default profile"},
 		side{"Everywhere_ArchFilter", "default + ArchFilter (warm cache; allows every node)"},
-		0.98, "ratio ArchFilter / default: the cost of turning it on")...)
+		0.98, "ratio ArchFilter / default: the cost of turning it on")
+	addCycleNote(everywhere, everywhereCycleNote(cycleRun(runs)))
+	rows = append(rows, everywhere...)
 	const s390x = "Throughput: s390x-only pods"
 	s390xRun := pickPair(runs, "S390xOnly_NodeAffinity", "S390xOnly_ArchFilter")
-	rows = append(rows, compare(s390xRun, s390x,
+	s390xRows := compare(s390xRun, s390x,
 		side{"S390xOnly_NodeAffinity", "in-tree required nodeAffinity, no ArchFilter"},
 		side{"S390xOnly_ArchFilter", "ArchFilter (PreFilterResult node index)"},
-		4, "speed-up ArchFilter / nodeAffinity")...)
+		4, "speed-up ArchFilter / nodeAffinity")
+	addCycleNote(s390xRows, s390xCycleNote(cycleRun(runs)))
+	rows = append(rows, s390xRows...)
 	r, workload = s390xRun.Results, s390xRun.Scale.Workload
 	na, ok1 := r.median(perfName("S390xOnly_NodeAffinity", workload), filterPhase)
 	af, ok2 := r.median(perfName("S390xOnly_ArchFilter", workload), filterPhase)

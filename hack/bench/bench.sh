@@ -13,7 +13,7 @@
 #   BENCH_SCALE        small: 500 nodes, 2 000 pods per workload; full: 5 000 / 10 000
 #   BENCH_ROUNDS       times every scheduler_perf workload runs, in turn (small and full: 5)
 #   BENCH_MICRO_COUNT  -count of the micro-benchmarks, and the rounds of the scheduling
-#                      cycle's (test/perf/cycle) (6)
+#                      cycle's (test/perf/cycle) (6); 0 leaves both out
 #   BENCH_LABELS       more scheduler_perf labels a test case must have (or, with a leading
 #                      -, must not have; test/perf/config/performance-config.yaml lists
 #                      them), e.g. pairs (the summary's throughput pairs) or -pairs (the
@@ -142,24 +142,31 @@ else
   MICRO_BENCH=.
   MICRO_PKGS=(./pkg/plugins/archfilter/ ./pkg/resolver/)
 fi
-log "micro-benchmarks (-count $BENCH_MICRO_COUNT): ${MICRO_PKGS[*]}"
-t=$(date +%s)
-if ! $NICE go test -run '^$' -bench "$MICRO_BENCH" -benchmem -count "$BENCH_MICRO_COUNT" "${MICRO_PKGS[@]}" \
-  >"$BENCH_OUT/micro.txt" 2>&1; then
-  # The others still ran; the report lists the failures and leaves their rows empty.
-  # bench-smoke's own gate (Filter's allocations) is checked by the report below.
-  grep -E -- '^(--- FAIL|FAIL|panic:)|_test.go:[0-9]+:' "$BENCH_OUT/micro.txt" | head -n 20 >&2 || true
-  grep -q '^Benchmark' "$BENCH_OUT/micro.txt" || die "micro-benchmarks did not run: $BENCH_OUT/micro.txt"
-  warn "some micro-benchmarks failed (above); continuing"
+# BENCH_MICRO_COUNT=0 leaves them and the scheduling cycle out: a run of scheduler_perf
+# workloads alone, whose document make bench-report completes with other runs.
+: >"$BENCH_OUT/micro.txt"
+if ((BENCH_MICRO_COUNT > 0)); then
+  log "micro-benchmarks (-count $BENCH_MICRO_COUNT): ${MICRO_PKGS[*]}"
+  t=$(date +%s)
+  if ! $NICE go test -run '^$' -bench "$MICRO_BENCH" -benchmem -count "$BENCH_MICRO_COUNT" "${MICRO_PKGS[@]}" \
+    >"$BENCH_OUT/micro.txt" 2>&1; then
+    # The others still ran; the report lists the failures and leaves their rows empty.
+    # bench-smoke's own gate (Filter's allocations) is checked by the report below.
+    grep -E -- '^(--- FAIL|FAIL|panic:)|_test.go:[0-9]+:' "$BENCH_OUT/micro.txt" | head -n 20 >&2 || true
+    grep -q '^Benchmark' "$BENCH_OUT/micro.txt" || die "micro-benchmarks did not run: $BENCH_OUT/micro.txt"
+    warn "some micro-benchmarks failed (above); continuing"
+  fi
+  info "done in $(since "$t")"
+else
+  log "micro-benchmarks and the scheduling cycle left out (BENCH_MICRO_COUNT=0)"
 fi
-info "done in $(since "$t")"
 
 # --- scheduling cycle -------------------------------------------------------------------------
 # test/perf/cycle's BenchmarkSchedulingCycle, once per round (every other one in reverse
 # order) rather than with -count, which repeats each sub-benchmark back to back: so run i
 # of each case ran next to run i of the others, and the report pairs them as it pairs
 # scheduler_perf's rounds. Its results go to micro.txt with the micro-benchmarks'.
-if ! $SMOKE; then
+if ! $SMOKE && ((BENCH_MICRO_COUNT > 0)); then
   log "scheduling cycle (test/perf/cycle), $BENCH_MICRO_COUNT round(s)"
   t=$(date +%s)
   CYCLE_TEST=$BENCH_OUT/cycle.test
@@ -216,7 +223,7 @@ if $SMOKE; then
 fi
 
 # --- this run's report inputs ---------------------------------------------------------------
-"$BENCHSTAT" "$BENCH_OUT/micro.txt" >"$BENCH_OUT/micro.benchstat"
+[[ ! -s $BENCH_OUT/micro.txt ]] || "$BENCHSTAT" "$BENCH_OUT/micro.txt" >"$BENCH_OUT/micro.benchstat"
 units='SchedulingThroughput/Average OR measured-pods/s OR created-pods/s OR all-bound-s OR extra-attempts'
 units+=' OR held-pods OR fail-open OR released-timeout OR cold-req/image OR cold-manifest-req/image'
 units+=' OR outage-req/image OR scheduler_framework_extension_point_duration_ms/Average OR runtime_seconds'

@@ -91,10 +91,7 @@ func cycleRows(r *Results) []Row {
 // order: hack/bench runs the benchmark once per round, so the i-th values of two cases
 // were measured side by side, as scheduler_perf's rounds are.
 func cycleRatioRow(r *Results, c cycleRatio) Row {
-	row := Row{Section: cycleSection, Measurement: c.label, Status: NoCheck}
-	if c.target > 0 {
-		row.Target = fmt.Sprintf("≥ %.2f", c.target)
-	}
+	row := Row{Section: cycleSection, Measurement: c.label, Target: targetCell(c.target)}
 	base, subject := cycleBench(c.base), cycleBench(c.subject)
 	tb, okb := r.median(base, nsPerOp)
 	ts, oks := r.median(subject, nsPerOp)
@@ -105,16 +102,7 @@ func cycleRatioRow(r *Results, c cycleRatio) Row {
 	ratio := tb / ts
 	row.Result = f2(ratio)
 	// Cycles per second are the inverse of times: divide base's time by subject's.
-	if rounds := pairedRatios(r.values(subject, nsPerOp), r.values(base, nsPerOp)); rounds != nil {
-		if c.target > 0 {
-			row.Result += "; " + roundsVerdict(rounds, c.target)
-		} else {
-			row.Result += fmt.Sprintf("; per round %s–%s", f2(slices.Min(rounds)), f2(slices.Max(rounds)))
-		}
-	}
-	if c.target > 0 {
-		row.Status = atLeast(ratio, c.target)
-	}
+	judgeRatio(&row, ratio, pairedRatios(r.values(subject, nsPerOp), r.values(base, nsPerOp)), c.target)
 	if row.Status == Missed {
 		row.Note = fmt.Sprintf("ratio %s against a target of %s.", f2(ratio), f2(c.target))
 		if parts := spreads(r, []string{base, subject}, nsPerOp, "per cycle", ns); len(parts) > 0 {

@@ -87,15 +87,7 @@ func TestCycleRows(t *testing.T) {
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("verdicts (-want,+got):\n%s", diff)
 			}
-			all := strings.Join(notes, "\n")
-			for _, n := range tc.wantNotes {
-				if !strings.Contains(all, n) {
-					t.Errorf("notes lack %q; they are:\n%s", n, all)
-				}
-			}
-			if len(tc.wantNotes) == 0 && len(notes) > 0 {
-				t.Errorf("want no note, got:\n%s", all)
-			}
+			checkNotes(t, notes, tc.wantNotes)
 		})
 	}
 }

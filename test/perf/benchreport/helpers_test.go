@@ -46,3 +46,17 @@ func parseFiles(t *testing.T, names ...string) *Results {
 	}
 	return r
 }
+
+// checkNotes fails t unless notes contain each of want, or, when want is empty, are empty.
+func checkNotes(t *testing.T, notes, want []string) {
+	t.Helper()
+	all := strings.Join(notes, "\n")
+	for _, n := range want {
+		if !strings.Contains(all, n) {
+			t.Errorf("notes lack %q; they are:\n%s", n, all)
+		}
+	}
+	if len(want) == 0 && len(notes) > 0 {
+		t.Errorf("want no note, got:\n%s", all)
+	}
+}

@@ -83,10 +83,7 @@ func compare(run *Run, section string, base, subject side, target float64, ratio
 // detail (if any) is added to the result.
 // A target of 0 is none: the row is for reference, with the range of the rounds.
 func ratioRow(r *Results, section, label, b, s string, target float64, detail string) Row {
-	row := Row{Section: section, Measurement: label, Target: string(NoCheck)}
-	if target > 0 {
-		row.Target = fmt.Sprintf("≥ %.2f", target)
-	}
+	row := Row{Section: section, Measurement: label, Target: targetCell(target)}
 	tb, okb := r.median(b, throughput)
 	ts, oks := r.median(s, throughput)
 	if !okb || !oks || tb == 0 {
@@ -102,22 +99,35 @@ func ratioRow(r *Results, section, label, b, s string, target float64, detail st
 	if detail != "" {
 		row.Result += "; " + detail
 	}
-	rounds := pairedRatios(r.values(b, throughput), r.values(s, throughput))
+	judgeRatio(&row, ratio, pairedRatios(r.values(b, throughput), r.values(s, throughput)), target)
+	if row.Status == Missed {
+		row.Note = throughputNote(r, b, s, ratio, target)
+	}
+	return row
+}
+
+// targetCell is the target column of a ratio row: "" (shown as a dash) for none.
+func targetCell(target float64) string {
+	if target <= 0 {
+		return ""
+	}
+	return fmt.Sprintf("≥ %.2f", target)
+}
+
+// judgeRatio completes a ratio row: the rounds' ratios and, against a target, the
+// sign test's verdict and the status; without a target (0), the rounds' range only.
+func judgeRatio(row *Row, ratio float64, rounds []float64, target float64) {
+	row.Status = NoCheck
 	if target <= 0 {
 		if rounds != nil {
 			row.Result += fmt.Sprintf("; per round %s–%s", f2(slices.Min(rounds)), f2(slices.Max(rounds)))
 		}
-		row.Status = NoCheck
-		return row
+		return
 	}
 	if rounds != nil {
 		row.Result += "; " + roundsVerdict(rounds, target)
 	}
 	row.Status = atLeast(ratio, target)
-	if row.Status == Missed {
-		row.Note = throughputNote(r, b, s, ratio, target)
-	}
-	return row
 }
 
 // throughputNote says what the run shows about a missed throughput ratio: the spread of

@@ -1,7 +1,6 @@
 package benchreport
 
 import (
-	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -283,15 +282,7 @@ func TestSummaryVerdicts(t *testing.T) {
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("verdicts of %q (-want,+got):\n%s", tc.section, diff)
 			}
-			all := strings.Join(notes, "\n")
-			for _, n := range tc.wantNotes {
-				if !strings.Contains(all, n) {
-					t.Errorf("notes lack %q; they are:\n%s", n, all)
-				}
-			}
-			if len(tc.wantNotes) == 0 && len(notes) > 0 {
-				t.Errorf("want no note, got:\n%s", all)
-			}
+			checkNotes(t, notes, tc.wantNotes)
 		})
 	}
 }

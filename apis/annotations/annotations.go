@@ -18,6 +18,11 @@ const (
 	// PreferredPlatforms overrides the configured preferredPlatforms for one
 	// pod: "linux/arm64=100,linux/amd64=10" (weights 1-100).
 	PreferredPlatforms = "archfilter.io/preferred-platforms"
+	// Decision is written by the placement mode, not by users: the decision it
+	// took for the pod (platforms, where they came from, when, by which
+	// version), as JSON, so that kubectl archfilter why shows the decision the
+	// cluster acted on.
+	Decision = "archfilter.io/decision"
 )
 
 // ParseSkip reads the value of the Skip annotation as strconv.ParseBool does:

@@ -25,6 +25,7 @@ import (
 	"github.com/archfilter/archfilter/apis/config"
 	"github.com/archfilter/archfilter/apis/config/validation"
 	"github.com/archfilter/archfilter/internal/schedfw"
+	"github.com/archfilter/archfilter/pkg/decision"
 	"github.com/archfilter/archfilter/pkg/platform"
 	"github.com/archfilter/archfilter/pkg/resolver"
 	"github.com/archfilter/archfilter/pkg/version"
@@ -36,7 +37,7 @@ const Name = "ArchFilter"
 // ArchFilter keeps pods off nodes whose os/architecture cannot run their images.
 type ArchFilter struct {
 	handle      schedfw.Handle
-	settings    *settings
+	settings    *decision.Settings
 	scope       *scope
 	resolver    resolver.Interface
 	credentials credentialSource
@@ -93,7 +94,7 @@ type deps struct {
 }
 
 func newPlugin(ctx context.Context, args *config.ArchFilterArgs, h schedfw.Handle, d deps) (*ArchFilter, error) {
-	s, err := newSettings(args)
+	s, err := decision.NewSettings(args)
 	if err != nil {
 		return nil, err
 	}
@@ -104,7 +105,7 @@ func newPlugin(ctx context.Context, args *config.ArchFilterArgs, h schedfw.Handl
 	pl := &ArchFilter{
 		handle:      h,
 		settings:    s,
-		scope:       &scope{settings: s},
+		scope:       newScope(s),
 		resolver:    d.resolver,
 		credentials: d.credentials,
 		nodes:       newNodeIndex(),
@@ -117,7 +118,7 @@ func newPlugin(ctx context.Context, args *config.ArchFilterArgs, h schedfw.Handl
 	pl.held.onResolved = pl.announce
 	pl.held.onDeleted = func(uid types.UID) { pl.daemonSetChecked.Delete(uid) }
 	if f := h.SharedInformerFactory(); f != nil {
-		if s.namespaceSelector != nil {
+		if s.NamespaceSelector != nil {
 			pl.scope.namespaces = f.Core().V1().Namespaces().Lister()
 		}
 		if err := watchNodes(f.Core().V1().Nodes().Informer(), pl.nodes, pl.platforms); err != nil {
@@ -149,12 +150,13 @@ func (pl *ArchFilter) activate(pods map[string]*v1.Pod) {
 
 // announce records what was learned about a held pod once its images resolved.
 func (pl *ArchFilter) announce(pod *v1.Pod) {
-	d := pl.decide(pod)
+	lookup := pl.lookupFor(pod)
+	d := pl.settings.Decide(pod, lookup)
 	switch {
-	case len(d.failures) > 0:
-		pl.events.rejected(pod, d)
-	case d.status == nil:
-		pl.events.resolved(pod, d.set, pl.exclusions(pod, d))
+	case len(d.Failed) > 0:
+		pl.events.rejected(pod, &d)
+	case d.Rejection == nil:
+		pl.events.resolved(pod, d.Platforms, pl.exclusions(pod, &d, lookup))
 	}
 }
 
@@ -163,12 +165,12 @@ const maxExclusions = 4
 
 // exclusions says, for the platforms of the cluster's nodes that d does not allow
 // (at most maxExclusions), what excludes each; nil when d allows every node.
-func (pl *ArchFilter) exclusions(pod *v1.Pod, d decision) []string {
-	if d.set.IsAny() {
+func (pl *ArchFilter) exclusions(pod *v1.Pod, d *decision.Decision, lookup decision.Lookup) []string {
+	if d.Platforms.IsAny() {
 		return nil
 	}
 	var excluded []platform.NodePlatform
-	allowed := allows(d.set)
+	allowed := allows(d.Platforms)
 	for _, np := range pl.platforms.snapshot().platforms {
 		if !allowed(np, np.OS != "" && np.Architecture != "") {
 			excluded = append(excluded, np)
@@ -184,7 +186,7 @@ func (pl *ArchFilter) exclusions(pod *v1.Pod, d decision) []string {
 			out = append(out, fmt.Sprintf("and %d more platforms", len(excluded)-maxExclusions))
 			break
 		}
-		out = append(out, pl.exclusion(pod, d, np))
+		out = append(out, pl.settings.Exclusion(pod, d, lookup, np))
 	}
 	return out
 }
@@ -192,6 +194,17 @@ func (pl *ArchFilter) exclusions(pod *v1.Pod, d decision) []string {
 // request builds the resolver request for one image of pod.
 func request(image string, creds resolver.Credentials) resolver.Request {
 	return resolver.Request{Image: image, Credentials: creds}
+}
+
+// lookupFor reads the resolver's cache (memory only) for pod's images, with the
+// credentials pod's images are pulled with.
+func (pl *ArchFilter) lookupFor(pod *v1.Pod) decision.Lookup {
+	return pl.lookup(pl.credentials.ForPod(pod))
+}
+
+// lookup reads the resolver's cache (memory only) with creds.
+func (pl *ArchFilter) lookup(creds resolver.Credentials) decision.Lookup {
+	return func(image string) (resolver.Result, bool) { return pl.resolver.Lookup(request(image, creds)) }
 }
 
 // statusf returns a fresh status; the framework writes into statuses, so they

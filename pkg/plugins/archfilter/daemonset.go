@@ -4,7 +4,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/archfilter/archfilter/pkg/podplatform"
+	"github.com/archfilter/archfilter/pkg/decision"
 	"github.com/archfilter/archfilter/pkg/resolver"
 )
 
@@ -26,14 +26,7 @@ func (pl *ArchFilter) checkDaemonSetPod(pod *v1.Pod) {
 		return
 	}
 	creds := pl.credentials.ForPod(pod)
-	var missing []string
-	podplatform.ForEachImage(pod, func(img podplatform.Image) bool {
-		image := img.Reference
-		if _, ok := pl.resolver.Lookup(request(image, creds)); !ok {
-			missing = append(missing, image)
-		}
-		return true
-	})
+	missing := decision.Unknown(pod, pl.lookupFor(pod))
 	if len(missing) == 0 {
 		pl.warnIfMismatch(pod, node)
 		return
@@ -45,19 +38,20 @@ func (pl *ArchFilter) checkDaemonSetPod(pod *v1.Pod) {
 }
 
 // warnIfMismatch records an event when every image of pod is known and the
-// pinned node's platform is not among them. It only reads memory.
+// pinned node's platform is not among those the rules would allow it. It only
+// reads memory.
 func (pl *ArchFilter) warnIfMismatch(pod *v1.Pod, nodeName string) {
-	v, err := pl.evaluate(pod)
-	if err != nil || len(v.pending) > 0 || len(v.failures) > 0 || v.set.IsAny() {
+	d := pl.settings.Decide(pod, pl.lookupFor(pod))
+	if d.Rejection != nil || d.FailedOpen || d.Platforms.IsAny() {
 		return
 	}
 	np, ok := pl.nodes.platform(nodeName)
-	if !ok || v.set.MatchesNode(np) {
+	if !ok || d.Platforms.MatchesNode(np) {
 		return
 	}
 	pl.events.record(pod, v1.EventTypeWarning, EventDaemonSetMismatch,
 		"Pinned to node %s (%s) but its images run on %s; not filtered because daemonSetPolicy is Skip, so expect exec format errors or image pull failures there",
-		nodeName, np, v.set)
+		nodeName, np, d.Platforms)
 }
 
 // namesNodes reports whether the pod's required node affinity lists node

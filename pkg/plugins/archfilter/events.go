@@ -6,7 +6,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/events"
 
-	"github.com/archfilter/archfilter/apis/annotations"
+	"github.com/archfilter/archfilter/pkg/decision"
 	"github.com/archfilter/archfilter/pkg/platform"
 	"github.com/archfilter/archfilter/pkg/podplatform"
 )
@@ -54,19 +54,23 @@ func (e podEvents) resolved(pod *v1.Pod, set platform.Set, exclusions []string) 
 	e.record(pod, v1.EventTypeNormal, EventResolved, "Images of the pod run on %s; on the cluster's other nodes: %s", set.String(), strings.Join(exclusions, "; "))
 }
 
-func (e podEvents) rejected(pod *v1.Pod, d decision) {
-	if len(d.failures) > 0 {
-		e.record(pod, v1.EventTypeWarning, EventResolutionFailed, "%s", failureSummary(d.failures))
+func (e podEvents) rejected(pod *v1.Pod, d *decision.Decision) {
+	if len(d.Failed) > 0 {
+		msgs := make([]string, len(d.Failed))
+		for i, err := range d.Failed {
+			msgs[i] = err.Error()
+		}
+		e.record(pod, v1.EventTypeWarning, EventResolutionFailed, "%s", strings.Join(msgs, "; "))
 	}
 }
 
-func (e podEvents) failedOpen(pod *v1.Pod, d decision) {
+func (e podEvents) failedOpen(pod *v1.Pod, d *decision.Decision) {
 	failOpen.Inc()
 	constraint := "without an architecture constraint"
-	if !d.set.IsAny() {
-		constraint = "on " + d.set.String()
+	if !d.Platforms.IsAny() {
+		constraint = "on " + d.Platforms.String()
 	}
-	e.record(pod, v1.EventTypeWarning, EventFailOpen, "Scheduling %s (failurePolicy Ignore): %s", constraint, d.unresolved)
+	e.record(pod, v1.EventTypeWarning, EventFailOpen, "Scheduling %s (failurePolicy Ignore): %s", constraint, d.Unresolved())
 }
 
 // invalidAnnotation says an archfilter.io/ annotation has a value archfilter
@@ -75,6 +79,8 @@ func (e podEvents) invalidAnnotation(pod *v1.Pod, err error) {
 	e.record(pod, v1.EventTypeWarning, EventInvalidAnnotation, "%v", err)
 }
 
+// invalidPreference says the preferred-platforms annotation was ignored (err
+// names it and why).
 func (e podEvents) invalidPreference(pod *v1.Pod, err error) {
-	e.record(pod, v1.EventTypeWarning, EventInvalidPreference, "Ignoring annotation %s: %v", annotations.PreferredPlatforms, err)
+	e.record(pod, v1.EventTypeWarning, EventInvalidPreference, "Ignoring %v", err)
 }

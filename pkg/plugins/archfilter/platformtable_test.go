@@ -128,7 +128,7 @@ func TestFilterUsesInformerObjects(t *testing.T) {
 		if _, s := h.pl.PreFilter(ctx, state, pod, h.infos); !s.IsSuccess() {
 			t.Fatalf("%s: PreFilter: %v", img, s)
 		}
-		set := h.pl.decide(pod).set
+		set := h.pl.settings.Decide(pod, h.pl.lookupFor(pod)).Platforms
 		for _, n := range h.nodes {
 			node, err := lister.Get(n.Name)
 			if err != nil {

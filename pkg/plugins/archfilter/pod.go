@@ -2,50 +2,41 @@ package archfilter
 
 import (
 	v1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	corelisters "k8s.io/client-go/listers/core/v1"
 
-	"github.com/archfilter/archfilter/apis/annotations"
-	"github.com/archfilter/archfilter/apis/config"
+	"github.com/archfilter/archfilter/pkg/decision"
 )
 
-// skipDaemonSet is the skip reason of DaemonSet pods under daemonSetPolicy Skip.
-const skipDaemonSet = "DaemonSet pod"
-
-// scope decides which pods ArchFilter looks at. Everything it reads is in
-// memory (the pod, and the namespace informer's cache).
+// scope asks package decision which pods ArchFilter looks at. Everything it
+// reads is in memory (the pod, and the namespace informer's cache).
 type scope struct {
-	settings   *settings
+	settings   *decision.Settings
 	namespaces corelisters.NamespaceLister // nil when no namespaceSelector is set
+	// labelsOf is namespaceLabels, bound once so that asking does not allocate.
+	labelsOf decision.NamespaceLabels
+}
+
+func newScope(s *decision.Settings) *scope {
+	sc := &scope{settings: s}
+	sc.labelsOf = sc.namespaceLabels
+	return sc
 }
 
 // skipReason says why a pod is out of scope, or "" when ArchFilter applies.
-func (s *scope) skipReason(pod *v1.Pod) string {
-	skip, _ := annotations.ParseSkip(pod.Annotations[annotations.Skip])
-	switch {
-	case skip:
-		return "annotation " + annotations.Skip
-	case s.settings.excludedNamespaces.Has(pod.Namespace):
-		return "excluded namespace"
-	case s.settings.daemonSetPolicy == config.DaemonSetPolicySkip && isDaemonSetPod(pod):
-		return skipDaemonSet
-	case s.settings.namespaceSelector != nil && !s.namespaceSelected(pod.Namespace):
-		return "namespace not selected"
-	}
-	return ""
+func (s *scope) skipReason(pod *v1.Pod) decision.SkipReason {
+	return s.settings.Scope(pod, decision.ViaScheduler, s.labelsOf)
 }
 
-func (s *scope) namespaceSelected(name string) bool {
+// namespaceLabels reads the namespace informer's cache. A namespace not in it
+// yet (or gone) is not known: the rules do not constrain a pod on a guess.
+func (s *scope) namespaceLabels(name string) (labels.Set, bool) {
+	if s.namespaces == nil {
+		return nil, false
+	}
 	ns, err := s.namespaces.Get(name)
 	if err != nil {
-		// Not in the informer yet (or gone): do not constrain a pod on a guess.
-		return false
+		return nil, false
 	}
-	return s.settings.namespaceSelector.Matches(labels.Set(ns.Labels))
-}
-
-func isDaemonSetPod(pod *v1.Pod) bool {
-	ref := metav1.GetControllerOfNoCopy(pod)
-	return ref != nil && ref.Kind == "DaemonSet"
+	return ns.Labels, true
 }

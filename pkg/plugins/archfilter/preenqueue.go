@@ -13,8 +13,7 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/utils/clock"
 
-	"github.com/archfilter/archfilter/apis/annotations"
-	"github.com/archfilter/archfilter/pkg/podplatform"
+	"github.com/archfilter/archfilter/pkg/decision"
 	"github.com/archfilter/archfilter/pkg/resolver"
 )
 
@@ -29,12 +28,12 @@ const slowWait = 3 * time.Second
 // pod; a resolver callback or the maxWait timer releases it with Activate.
 // It only reads memory and never blocks: it runs under the queue's lock.
 func (pl *ArchFilter) PreEnqueue(ctx context.Context, pod *v1.Pod) *fwk.Status {
-	if _, err := annotations.ParseSkip(pod.Annotations[annotations.Skip]); err != nil {
+	if err := decision.InvalidSkip(pod); err != nil {
 		pl.events.invalidAnnotation(pod, err)
 	}
 	switch pl.scope.skipReason(pod) {
 	case "":
-	case skipDaemonSet:
+	case decision.SkipDaemonSet:
 		pl.held.release(pod.UID, releaseOutOfScope)
 		pl.checkDaemonSetPod(pod)
 		return nil
@@ -43,29 +42,23 @@ func (pl *ArchFilter) PreEnqueue(ctx context.Context, pod *v1.Pod) *fwk.Status {
 		pl.held.release(pod.UID, releaseOutOfScope)
 		return nil
 	}
-	if _, declared := pod.Annotations[annotations.Platforms]; declared {
+	if decision.Declared(pod) {
 		pl.held.release(pod.UID, releaseOutOfScope)
 		return nil
 	}
 	creds := pl.credentials.ForPod(pod)
-	if pl.allKnown(pod, creds) {
+	lookup := pl.lookup(creds)
+	if decision.AllKnown(pod, lookup) {
 		pl.held.release(pod.UID, releaseResolved)
 		return nil
 	}
-	if !pl.held.hold(pod, pl.settings.maxWait) {
+	if !pl.held.hold(pod, pl.settings.MaxWait) {
 		// maxWait is over: admit, and PreFilter applies the failure policy to
 		// whatever is still unknown.
 		pl.held.release(pod.UID, releaseTimeout)
 		return nil
 	}
-	var missing []string
-	podplatform.ForEachImage(pod, func(img podplatform.Image) bool {
-		image := img.Reference
-		if _, ok := pl.resolver.Lookup(request(image, creds)); !ok {
-			missing = append(missing, image)
-		}
-		return true
-	})
+	missing := decision.Unknown(pod, lookup)
 	// Every image is marked in flight before the first request goes out: a
 	// fast worker's callback must not find the pod with nothing in flight
 	// while another of its images has yet to be dispatched.

@@ -294,7 +294,7 @@ func TestPreEnqueueHoldsUntilResolved(t *testing.T) {
 		t.Errorf("heldCount after admission = %d, want 0", got)
 	}
 	// The admitted pod's timers are stopped: maxWait passing does nothing.
-	h.clock.Step(h.pl.settings.maxWait)
+	h.clock.Step(h.pl.settings.MaxWait)
 	if got := h.act.activations(key); got != 1 {
 		t.Errorf("%d activations after maxWait passed for an admitted pod, want 1", got)
 	}
@@ -449,7 +449,7 @@ func TestPreEnqueuePodDeletedWhileHeld(t *testing.T) {
 		t.Fatalf("deleting pod: %v", err)
 	}
 	h.poll(ctx, "held state of the deleted pod to be forgotten", func() bool { return h.pl.held.heldCount() == 0 })
-	h.clock.Step(h.pl.settings.maxWait)
+	h.clock.Step(h.pl.settings.MaxWait)
 	if got := h.act.activations("default/p"); got != 0 {
 		t.Errorf("deleted pod activated %d times by its maxWait timer, want 0", got)
 	}
@@ -486,7 +486,7 @@ func TestPreEnqueueForgetsPodThatLeftScope(t *testing.T) {
 			if got := h.pl.held.heldCount(); got != 0 {
 				t.Errorf("heldCount = %d after the pod was admitted, want 0 (held state leaks until the pod is deleted)", got)
 			}
-			h.clock.Step(h.pl.settings.maxWait)
+			h.clock.Step(h.pl.settings.MaxWait)
 			if got := h.act.activations("default/p"); got != 0 {
 				t.Errorf("admitted pod activated %d times by its stale maxWait timer, want 0", got)
 			}
@@ -532,7 +532,7 @@ func TestHeldPodsStopWithContext(t *testing.T) {
 		defer pl.held.mu.Unlock()
 		return pl.held.stopped
 	})
-	h.clock.Step(pl.settings.maxWait)
+	h.clock.Step(pl.settings.MaxWait)
 	h.res.complete(imgNewMain, resolver.Result{Platforms: mustSet(t, "linux/amd64")})
 	if got := h.act.keys(); len(got) != 0 {
 		t.Errorf("activations after stop: %v", got)

@@ -15,6 +15,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"github.com/archfilter/archfilter/pkg/decision"
 	"github.com/archfilter/archfilter/pkg/resolver"
 )
 
@@ -26,15 +27,15 @@ func TestHeldPodsExpireRacesWithPreEnqueue(t *testing.T) {
 	res := newFakeResolver(t, clock.RealClock{}, map[string]resolver.Result{})
 	act := &fakeActivator{}
 	h := newHeldPods(clock.RealClock{}, func(pods map[string]*v1.Pod) { act.Activate(klog.Logger{}, pods) })
+	settings := &decision.Settings{MaxWait: time.Millisecond, Fallback: mustSet(t, "*")}
 	pl := &ArchFilter{
-		settings:    &settings{maxWait: time.Millisecond, fallback: mustSet(t, "*")},
-		scope:       &scope{settings: &settings{}},
+		settings:    settings,
+		scope:       newScope(settings),
 		resolver:    res,
 		credentials: &fakeCredentials{},
 		held:        h,
 		events:      podEvents{recorder: &events.FakeRecorder{}},
 	}
-	pl.scope.settings = pl.settings
 	pod := makePod("p", imgNewMain).Obj()
 	deadline := time.Now().Add(5 * time.Second)
 	for act.activations("default/p") < 20 && time.Now().Before(deadline) {

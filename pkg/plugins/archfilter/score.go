@@ -7,8 +7,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	fwk "k8s.io/kube-scheduler/framework"
 
-	"github.com/archfilter/archfilter/apis/annotations"
 	"github.com/archfilter/archfilter/internal/schedfw"
+	"github.com/archfilter/archfilter/pkg/decision"
 	"github.com/archfilter/archfilter/pkg/platform"
 )
 
@@ -22,29 +22,22 @@ type preScoreState struct {
 
 func (s *preScoreState) Clone() fwk.StateData { return s }
 
-// PreScore picks the pod's platform preferences: its own annotation, else the
-// configured preferredPlatforms. Without any, scoring is skipped.
+// PreScore picks the pod's platform preferences (package decision: its own
+// annotation, else the configured preferredPlatforms). Without any, scoring is skipped.
 func (pl *ArchFilter) PreScore(_ context.Context, state fwk.CycleState, pod *v1.Pod, _ []fwk.NodeInfo) *fwk.Status {
 	if pl.scope.skipReason(pod) != "" {
 		return fwk.NewStatus(fwk.Skip)
 	}
-	prefs := pl.settings.preferences
-	if value, ok := pod.Annotations[annotations.PreferredPlatforms]; ok {
-		parsed, err := parsePreferences(value)
-		if err != nil {
-			// A bad preference is not worth failing the pod over: fall back to
-			// the configured ones and say so.
-			pl.events.invalidPreference(pod, err)
-		} else {
-			prefs = parsed
-		}
+	prefs, _, invalid := pl.settings.Preferred(pod)
+	if invalid != nil {
+		pl.events.invalidPreference(pod, invalid)
 	}
 	if len(prefs) == 0 {
 		return fwk.NewStatus(fwk.Skip)
 	}
 	s := &preScoreState{weights: newByPlatform(pl.platforms.snapshot(), bestWeight(prefs))}
 	for _, p := range prefs {
-		s.maxWeight = max(s.maxWeight, p.weight)
+		s.maxWeight = max(s.maxWeight, int64(p.Weight))
 	}
 	state.Write(preScoreStateKey, s)
 	return nil
@@ -78,15 +71,15 @@ func readPreScoreState(state fwk.CycleState) (*preScoreState, error) {
 
 // bestWeight is the weight of the best preference a node's platform matches; 0
 // for a node that reports no os/arch.
-func bestWeight(prefs []preference) func(np platform.NodePlatform, known bool) int64 {
+func bestWeight(prefs []decision.Preference) func(np platform.NodePlatform, known bool) int64 {
 	return func(np platform.NodePlatform, known bool) int64 {
 		if !known {
 			return 0
 		}
 		var best int64
 		for i := range prefs {
-			if prefs[i].platform.Matches(np) {
-				best = max(best, prefs[i].weight)
+			if prefs[i].Platform.Matches(np) {
+				best = max(best, int64(prefs[i].Weight))
 			}
 		}
 		return best

@@ -39,11 +39,11 @@ var _ fwk.SignPlugin = &ArchFilter{}
 func (pl *ArchFilter) SignPod(_ context.Context, pod *v1.Pod) ([]fwk.SignFragment, *fwk.Status) {
 	allowed := []string{"*"}
 	if pl.scope.skipReason(pod) == "" {
-		d := pl.decide(pod)
-		if d.status != nil {
-			return nil, fwk.NewStatus(fwk.Unschedulable, d.status.Message())
+		d := pl.settings.Decide(pod, pl.lookupFor(pod))
+		if d.Rejection != nil {
+			return nil, fwk.NewStatus(fwk.Unschedulable, d.Rejection.Message)
 		}
-		allowed = signedPlatforms(d.set)
+		allowed = signedPlatforms(d.Platforms)
 	}
 	return []fwk.SignFragment{
 		{Key: SignerAllowedPlatforms, Value: allowed},

@@ -13,6 +13,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
 
+	"github.com/archfilter/archfilter/pkg/decision"
 	"github.com/archfilter/archfilter/pkg/platform"
 	"github.com/archfilter/archfilter/pkg/podplatform"
 )
@@ -27,12 +28,6 @@ var ErrConflict = errors.New("the pod's own os/arch constraints allow none of it
 
 // ErrUnmergeable wraps the reason a pod's node affinity cannot be merged.
 var ErrUnmergeable = errors.New("node affinity cannot be merged")
-
-// Preference is a platform nodes of which are preferred, with its weight (1-100).
-type Preference struct {
-	Platform platform.Platform
-	Weight   int32
-}
 
 // Option configures Merge.
 type Option func(*options)
@@ -70,24 +65,16 @@ func WithWindowsHostBuilds(builds ...string) Option {
 // builds are enumerated from platform.KnownWindowsHostBuilds and the builds of
 // WithWindowsHostBuilds. A Windows Server 2022 image (10.0.20348) gets
 // 10.0.20348 and every later known build; builds below 20348 stay exact.
-func Merge(pod *v1.Pod, set platform.Set, prefs []Preference, opts ...Option) (*v1.Affinity, error) {
+func Merge(pod *v1.Pod, set platform.Set, prefs []decision.Preference, opts ...Option) (*v1.Affinity, error) {
 	o := options{windowsHosts: platform.KnownWindowsHostBuilds()}
 	for _, opt := range opts {
 		opt(&o)
 	}
-	var aff *v1.Affinity
-	if pod.Spec.Affinity != nil {
-		aff = pod.Spec.Affinity.DeepCopy()
-	} else {
-		aff = &v1.Affinity{}
-	}
-	if aff.NodeAffinity == nil {
-		aff.NodeAffinity = &v1.NodeAffinity{}
+	aff, err := mergeable(pod)
+	if err != nil {
+		return nil, err
 	}
 	na := aff.NodeAffinity
-	if err := validate(na); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrUnmergeable, err)
-	}
 	set = podplatform.OwnConstraintOf(pod).Restrict(set)
 	if !set.IsAny() {
 		if set.IsEmpty() {
@@ -129,6 +116,48 @@ func Merge(pod *v1.Pod, set platform.Set, prefs []Preference, opts ...Option) (*
 	}
 	if aff.NodeAffinity == nil && aff.PodAffinity == nil && aff.PodAntiAffinity == nil {
 		return nil, nil
+	}
+	return aff, nil
+}
+
+// Unsatisfiable returns a copy of pod's affinity that no node matches: every
+// required term (or a new one) gains "kubernetes.io/arch exists" and
+// "kubernetes.io/arch does not exist". It is what the placement mode writes
+// for a pod archfilter rejects (its images share no platform, or its own
+// constraints exclude theirs), so that the pod stays Pending, as the scheduler
+// plugin leaves it, and no autoscaler buys a node for it.
+func Unsatisfiable(pod *v1.Pod) (*v1.Affinity, error) {
+	aff, err := mergeable(pod)
+	if err != nil {
+		return nil, err
+	}
+	none := []v1.NodeSelectorRequirement{
+		{Key: v1.LabelArchStable, Operator: v1.NodeSelectorOpExists},
+		{Key: v1.LabelArchStable, Operator: v1.NodeSelectorOpDoesNotExist},
+	}
+	na := aff.NodeAffinity
+	if na.RequiredDuringSchedulingIgnoredDuringExecution == nil {
+		na.RequiredDuringSchedulingIgnoredDuringExecution = &v1.NodeSelector{NodeSelectorTerms: []v1.NodeSelectorTerm{{}}}
+	}
+	terms := na.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
+	for i := range terms {
+		terms[i].MatchExpressions = append(terms[i].MatchExpressions, none...)
+	}
+	return aff, nil
+}
+
+// mergeable returns a deep copy of pod's affinity with a node affinity to add
+// to, or ErrUnmergeable when adding would change its meaning.
+func mergeable(pod *v1.Pod) (*v1.Affinity, error) {
+	aff := &v1.Affinity{}
+	if pod.Spec.Affinity != nil {
+		aff = pod.Spec.Affinity.DeepCopy()
+	}
+	if aff.NodeAffinity == nil {
+		aff.NodeAffinity = &v1.NodeAffinity{}
+	}
+	if err := validate(aff.NodeAffinity); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrUnmergeable, err)
 	}
 	return aff, nil
 }

@@ -6,7 +6,10 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 
+	"github.com/archfilter/archfilter/pkg/decision"
 	"github.com/archfilter/archfilter/pkg/platform"
 )
 
@@ -60,7 +63,7 @@ func TestMerge(t *testing.T) {
 		set     any // "" is Any; a platform.Set is used as is
 		setOf   []platform.Platform
 		opts    []Option
-		prefs   []Preference
+		prefs   []decision.Preference
 		want    *v1.Affinity
 		wantErr error
 	}{
@@ -189,7 +192,7 @@ func TestMerge(t *testing.T) {
 			name:  "preferences for allowed platforms only",
 			pod:   podWith(nil),
 			set:   "linux/amd64,linux/arm64",
-			prefs: []Preference{{Platform: platform.Platform{OS: "linux", Architecture: "arm64"}, Weight: 50}, {Platform: platform.Platform{OS: "linux", Architecture: "s390x"}, Weight: 10}},
+			prefs: []decision.Preference{{Platform: platform.Platform{OS: "linux", Architecture: "arm64"}, Weight: 50}, {Platform: platform.Platform{OS: "linux", Architecture: "s390x"}, Weight: 10}},
 			want: &v1.Affinity{NodeAffinity: &v1.NodeAffinity{
 				RequiredDuringSchedulingIgnoredDuringExecution:  &v1.NodeSelector{NodeSelectorTerms: []v1.NodeSelectorTerm{term(linux, in(v1.LabelArchStable, "amd64", "arm64"))}},
 				PreferredDuringSchedulingIgnoredDuringExecution: []v1.PreferredSchedulingTerm{{Weight: 50, Preference: term(linux, in(v1.LabelArchStable, "arm64"))}},
@@ -198,7 +201,7 @@ func TestMerge(t *testing.T) {
 		{
 			name:  "preference already present is not repeated",
 			pod:   podWith(&v1.Affinity{NodeAffinity: &v1.NodeAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []v1.PreferredSchedulingTerm{{Weight: 50, Preference: term(linux, in(v1.LabelArchStable, "arm64"))}}}}),
-			prefs: []Preference{{Platform: platform.Platform{OS: "linux", Architecture: "arm64"}, Weight: 50}},
+			prefs: []decision.Preference{{Platform: platform.Platform{OS: "linux", Architecture: "arm64"}, Weight: 50}},
 			want:  &v1.Affinity{NodeAffinity: &v1.NodeAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []v1.PreferredSchedulingTerm{{Weight: 50, Preference: term(linux, in(v1.LabelArchStable, "arm64"))}}}},
 		},
 		{
@@ -276,6 +279,49 @@ func TestWithoutGate(t *testing.T) {
 			}
 			if diff := cmp.Diff(tc.want, WithoutGate(tc.gates)); diff != "" {
 				t.Errorf("WithoutGate (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestUnsatisfiable(t *testing.T) {
+	none := []v1.NodeSelectorRequirement{req(v1.LabelArchStable, v1.NodeSelectorOpExists), req(v1.LabelArchStable, v1.NodeSelectorOpDoesNotExist)}
+	zone := zoneA
+	for _, tc := range []struct {
+		name    string
+		pod     *v1.Pod
+		want    *v1.Affinity
+		wantErr error
+	}{
+		{name: "no affinity: one term", pod: podWith(nil), want: required(term(none...))},
+		{name: "every existing term gains the pair (a gated pod's terms take expressions, not siblings)",
+			pod:  podWith(required(term(zone), term(in(v1.LabelArchStable, "arm64")))),
+			want: required(term(append([]v1.NodeSelectorRequirement{zone}, none...)...), term(append([]v1.NodeSelectorRequirement{in(v1.LabelArchStable, "arm64")}, none...)...))},
+		{name: "an empty term cannot be merged", pod: podWith(required(term())), wantErr: ErrUnmergeable},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := tc.pod.DeepCopy()
+			got, err := Unsatisfiable(tc.pod)
+			if !errors.Is(err, tc.wantErr) {
+				t.Fatalf("error = %v, want %v", err, tc.wantErr)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("Unsatisfiable (-want,+got):\n%s", diff)
+			}
+			if diff := cmp.Diff(before, tc.pod); diff != "" {
+				t.Errorf("the pod was modified (-before,+after):\n%s", diff)
+			}
+			if got == nil {
+				return
+			}
+			// No node matches, whatever its labels.
+			for _, labels := range []map[string]string{nil, {v1.LabelArchStable: "amd64", "topology.kubernetes.io/zone": "a"}, {v1.LabelArchStable: "arm64"}} {
+				node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n", Labels: labels}}
+				pod := tc.pod.DeepCopy()
+				pod.Spec.Affinity = got
+				if ok, _ := nodeaffinity.GetRequiredNodeAffinity(pod).Match(node); ok {
+					t.Errorf("node with labels %v matches", labels)
+				}
 			}
 		})
 	}

@@ -15,6 +15,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/informers"
@@ -32,11 +33,14 @@ import (
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 
+	"github.com/archfilter/archfilter/apis/config"
 	"github.com/archfilter/archfilter/internal/placement/certs"
 	"github.com/archfilter/archfilter/internal/placement/controller"
 	"github.com/archfilter/archfilter/internal/placement/metrics"
 	"github.com/archfilter/archfilter/internal/placement/webhook"
+	"github.com/archfilter/archfilter/pkg/decision"
 	"github.com/archfilter/archfilter/pkg/registryclient"
+	"github.com/archfilter/archfilter/pkg/version"
 )
 
 // component names the events' source.
@@ -51,6 +55,10 @@ const (
 
 // certCheckInterval is how often the certificate's expiry is checked.
 const certCheckInterval = time.Hour
+
+// namespaceGetTimeout bounds the read of a namespace the informer has not seen,
+// inside the webhook's own timeout.
+const namespaceGetTimeout = 2 * time.Second
 
 // NewCommand is the archfilter-placement command.
 func NewCommand() *cobra.Command {
@@ -77,6 +85,10 @@ func Run(ctx context.Context, o *Options) error {
 	if err != nil {
 		return err
 	}
+	settings, err := o.settings(args)
+	if err != nil {
+		return err
+	}
 	var restConfig *rest.Config
 	if o.RestConfig != nil {
 		restConfig = rest.CopyConfig(o.RestConfig)
@@ -89,7 +101,7 @@ func Run(ctx context.Context, o *Options) error {
 		return err
 	}
 	excluded := sets.New(args.ExcludedNamespaces...).Insert(o.Namespace)
-	reg := webhook.Registration{Name: o.WebhookConfigName, URL: o.WebhookURL, ExcludedNamespaces: excluded}
+	reg := webhook.Registration{Name: o.WebhookConfigName, URL: o.WebhookURL, ExcludedNamespaces: excluded, NamespaceSelector: args.NamespaceSelector}
 	if o.WebhookURL == "" {
 		reg.Service = &admissionregistrationv1.ServiceReference{Namespace: o.Namespace, Name: o.ServiceName, Port: ptr.To(o.ServicePort)}
 	}
@@ -125,13 +137,16 @@ func Run(ctx context.Context, o *Options) error {
 	if err != nil {
 		return err
 	}
+	namespaces := namespaceLabels(ctx, client, factory, settings)
 	ctrl, err := controller.New(controller.Options{
 		Client:      client,
 		Informers:   factory,
 		Resolver:    rc.Resolver,
 		Credentials: rc.Credentials,
 		Recorder:    recorder,
-		Args:        args,
+		Settings:    settings,
+		Namespaces:  namespaces,
+		By:          component + " " + version.Version,
 		MaxGated:    o.MaxGated,
 		Workers:     o.Workers,
 	})
@@ -142,7 +157,8 @@ func Run(ctx context.Context, o *Options) error {
 	live := newControllerLiveness(clock.RealClock{})
 	mux := http.NewServeMux()
 	mux.Handle(webhook.Path, &webhook.Handler{
-		Scope:             webhook.Scope{ExcludedNamespaces: excluded, SkipSchedulers: sets.New(o.SkipSchedulerNames...)},
+		Settings:          settings,
+		Namespaces:        namespaces,
 		Logger:            logger,
 		ControllerRunning: live.running,
 	})
@@ -193,6 +209,41 @@ func Run(ctx context.Context, o *Options) error {
 		err = nil
 	}
 	return err
+}
+
+// settings are package decision's rules from args, with this process's own
+// namespace excluded and the pods of --skip-scheduler-names left to the plugin.
+func (o *Options) settings(args *config.ArchFilterArgs) (*decision.Settings, error) {
+	s, err := decision.NewSettings(args)
+	if err != nil {
+		return nil, fmt.Errorf("--args: %w", err)
+	}
+	s.ExcludedNamespaces = s.ExcludedNamespaces.Clone().Insert(o.Namespace)
+	s.Schedulers = sets.New(o.SkipSchedulerNames...)
+	return s, nil
+}
+
+// namespaceLabels reads a namespace's labels for the namespace selector: from
+// an informer (started with factory; namespaces: list, watch), or, for a
+// namespace it has not seen yet (created just before its first pod), from the
+// apiserver. Nil without a namespace selector: nothing asks then.
+func namespaceLabels(ctx context.Context, client kubernetes.Interface, factory informers.SharedInformerFactory, s *decision.Settings) decision.NamespaceLabels {
+	if s.NamespaceSelector == nil {
+		return nil
+	}
+	lister := factory.Core().V1().Namespaces().Lister()
+	return func(name string) (labels.Set, bool) {
+		if ns, err := lister.Get(name); err == nil {
+			return ns.Labels, true
+		}
+		gctx, cancel := context.WithTimeout(ctx, namespaceGetTimeout)
+		defer cancel()
+		ns, err := client.CoreV1().Namespaces().Get(gctx, name, metav1.GetOptions{})
+		if err != nil {
+			return nil, false
+		}
+		return ns.Labels, true
+	}
 }
 
 // certManager keeps the certificate in --cert-secret, or in memory when the

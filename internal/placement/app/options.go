@@ -18,6 +18,7 @@ import (
 	"github.com/archfilter/archfilter/apis/config"
 	"github.com/archfilter/archfilter/apis/config/scheme"
 	"github.com/archfilter/archfilter/apis/config/validation"
+	"github.com/archfilter/archfilter/pkg/decision"
 )
 
 // Options are the command's flags.
@@ -133,6 +134,11 @@ func (o *Options) LoadArgs() (*config.ArchFilterArgs, error) {
 		args.Registries = append(args.Registries, config.RegistryConfig{Host: host, Insecure: true})
 	}
 	if err := validation.ValidateArchFilterArgs(field.NewPath("args"), args); err != nil {
+		return nil, err
+	}
+	// A field the placement mode cannot honour is refused, never accepted
+	// silently: the mode would then decide unlike the plugin.
+	if err := decision.RefuseSchedulerOnly(field.NewPath("args"), args, "the placement mode"); err != nil {
 		return nil, err
 	}
 	return args, nil

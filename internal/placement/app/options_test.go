@@ -37,6 +37,14 @@ func TestLoadArgs(t *testing.T) {
 		},
 		{name: "unknown field", file: "failurePolicyy: Fail\n", wantErr: "failurePolicyy"},
 		{name: "invalid value names the field", file: "failurePolicy: Sometimes\n", wantErr: "args.failurePolicy"},
+		{name: "a field the mode cannot honour is refused, naming its path", file: "archTaintToleration: true\n", wantErr: "args.archTaintToleration: Forbidden: the placement mode writes node affinity"},
+		{
+			name: "the scope fields the plugin honours are accepted",
+			file: "daemonSetPolicy: Enforce\nnamespaceSelector:\n  matchLabels:\n    team: shop\n",
+			check: func(a *config.ArchFilterArgs) string {
+				return cmp.Diff(config.DaemonSetPolicyEnforce, a.DaemonSetPolicy) + cmp.Diff(map[string]string{"team": "shop"}, a.NamespaceSelector.MatchLabels)
+			},
+		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := NewOptions()

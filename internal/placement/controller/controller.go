@@ -8,7 +8,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -27,8 +26,10 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 
+	"github.com/archfilter/archfilter/apis/annotations"
 	"github.com/archfilter/archfilter/apis/config"
 	"github.com/archfilter/archfilter/internal/placement/metrics"
+	"github.com/archfilter/archfilter/pkg/decision"
 	"github.com/archfilter/archfilter/pkg/placement"
 	"github.com/archfilter/archfilter/pkg/platform"
 	"github.com/archfilter/archfilter/pkg/podplatform"
@@ -39,12 +40,15 @@ import (
 const (
 	ReasonPlaced      = "ArchFilterPlacement"
 	ReasonFailedOpen  = "ArchFilterPlacementFailedOpen"
-	ReasonConflict    = "ArchFilterPlacementConflict"
+	ReasonRejected    = "ArchFilterPlacementRejected"
 	ReasonUnmergeable = "ArchFilterPlacementUnmergeable"
 	ReasonGateRemoved = "ArchFilterPlacementGateRemoved"
-	minResolveWindow  = 5 * time.Second
-	retryBackoffBase  = time.Second
-	retryBackoffMax   = 30 * time.Second
+	// ReasonInvalidPreference is the plugin's reason for an ignored
+	// archfilter.io/preferred-platforms annotation.
+	ReasonInvalidPreference = "InvalidPlatformPreference"
+	minResolveWindow        = 5 * time.Second
+	retryBackoffBase        = time.Second
+	retryBackoffMax         = 30 * time.Second
 	// windowsSyncWait bounds how long Run waits for the Windows nodes: their
 	// builds only add to the known ones, so without the permission to list
 	// nodes the controller starts late, not never.
@@ -70,9 +74,14 @@ type Options struct {
 	Resolver    Resolver
 	Credentials Credentials
 	Recorder    record.EventRecorder
-	// Args are the plugin's: failurePolicy, maxWait, fallbackPlatforms,
+	// Settings are the plugin's rules (package decision) from the same
+	// ArchFilterArgs: scope, failurePolicy, maxWait, fallbackPlatforms,
 	// preferredPlatforms, run32BitImagesOn.
-	Args *config.ArchFilterArgs
+	Settings *decision.Settings
+	// Namespaces gives a namespace's labels, for the namespace selector.
+	Namespaces decision.NamespaceLabels
+	// By names this component and its version in the decisions it records.
+	By string
 	// MaxGated is the longest a pod keeps the gate, counted from its creation.
 	MaxGated time.Duration
 	Workers  int
@@ -88,10 +97,6 @@ type Controller struct {
 	windows     corelisters.NodeLister
 	windowsSync cache.InformerSynced
 	queue       workqueue.TypedRateLimitingInterface[string]
-	compat      platform.Compat
-	fallback    platform.Set
-	hasFallback bool
-	prefs       []placement.Preference
 }
 
 // New builds the controller; call Run after starting opts.Informers.
@@ -105,29 +110,15 @@ func New(opts Options) (*Controller, error) {
 	if opts.MaxGated <= 0 {
 		return nil, fmt.Errorf("max gated time %v: must be positive", opts.MaxGated)
 	}
+	if opts.Settings == nil {
+		return nil, errors.New("no settings")
+	}
 	metrics.Register()
 	c := &Controller{
-		opts:   opts,
-		compat: platform.NewCompat(opts.Args.Run32BitImagesOn...),
+		opts: opts,
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.NewTypedItemExponentialFailureRateLimiter[string](retryBackoffBase, retryBackoffMax),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "archfilter-placement"}),
-	}
-	if len(opts.Args.FallbackPlatforms) > 0 {
-		// Widened by run32BitImagesOn as the plugin widens it (settings.go): a
-		// fallback of linux/arm/v7 admits arm64 nodes under the 32-bit rule.
-		set, err := c.compat.ParseList(opts.Args.FallbackPlatforms)
-		if err != nil {
-			return nil, fmt.Errorf("args fallbackPlatforms: %w", err)
-		}
-		c.fallback, c.hasFallback = set, true
-	}
-	for i, p := range opts.Args.PreferredPlatforms {
-		pl, err := platform.Parse(p.Platform)
-		if err != nil {
-			return nil, fmt.Errorf("args preferredPlatforms[%d]: %w", i, err)
-		}
-		c.prefs = append(c.prefs, placement.Preference{Platform: pl, Weight: p.Weight})
 	}
 	// The Windows nodes only (a label selector on the watch): their builds
 	// join the known ones in the windows-build expression. The informer is
@@ -234,15 +225,19 @@ func (c *Controller) processNext(ctx context.Context) bool {
 	return true
 }
 
-// decision is what happens to a gated pod.
-type decision struct {
+// outcome is what happens to a gated pod.
+type outcome struct {
 	affinity  *v1.Affinity // nil: leave the pod's affinity as it is
-	outcome   string
+	outcome   string       // GatedSeconds' label
 	eventType string
 	reason    string
 	message   string
 	failOpen  string // fail_open_total's reason, "" when not failing open
 	retry     time.Duration
+	// record is the decision written into the pod's archfilter.io/decision.
+	record decision.Record
+	// warnings are recorded as events of their own (reason, message).
+	warnings [][2]string
 }
 
 func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error) {
@@ -260,88 +255,160 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	if !placement.HasGate(pod) || pod.DeletionTimestamp != nil {
 		return 0, nil
 	}
-	d := c.decide(ctx, pod)
-	if d.retry > 0 {
-		return d.retry, nil
+	o := c.decide(ctx, pod)
+	if o.retry > 0 {
+		return o.retry, nil
 	}
-	return 0, c.release(ctx, pod, d)
+	return 0, c.release(ctx, pod, o)
 }
 
-// decide resolves the pod's images within the bounded wait and says what to
-// write; it never returns a decision that keeps the pod gated past MaxGated.
-func (c *Controller) decide(ctx context.Context, pod *v1.Pod) decision {
-	logger := klog.FromContext(ctx)
+// decide resolves the pod's images within the bounded wait, asks package
+// decision what the plugin would decide, and says what to write; it never
+// returns an outcome that keeps the pod gated past MaxGated.
+func (c *Controller) decide(ctx context.Context, pod *v1.Pod) outcome {
+	s := c.opts.Settings
+	now := c.opts.Now()
+	rec := decision.Record{By: c.opts.By, At: metav1.NewTime(now)}
+	if reason := s.Scope(pod, decision.ViaPlacement, c.opts.Namespaces); reason != "" {
+		// Gated, then taken out of scope (its annotations or its namespace's
+		// labels changed): released as it is.
+		rec.Outcome, rec.Message = decision.OutcomeUnconstrained, "not in scope: "+string(reason)
+		return outcome{outcome: metrics.OutcomeUnconstrained, eventType: v1.EventTypeNormal, reason: ReasonPlaced,
+			message: "not in archfilter's scope (" + string(reason) + "); no affinity added", record: rec}
+	}
 	deadline := pod.CreationTimestamp.Add(c.opts.MaxGated)
-	window := min(c.opts.Args.MaxWait.Duration, deadline.Sub(c.opts.Now()))
-	window = max(window, minResolveWindow)
-	rctx, cancel := context.WithTimeout(ctx, window)
-	defer cancel()
+	lookup := c.resolve(ctx, pod, deadline)
+	d := s.Decide(pod, lookup)
+	pastMaxGated := false
+	if r := d.Rejection; r != nil && r.Kind == decision.RejectResolutionFailed {
+		if now.Before(deadline) {
+			klog.FromContext(ctx).V(3).Info("Images did not resolve, pod stays gated", "pod", klog.KObj(pod), "deadline", deadline, "errors", d.Unresolved())
+			return outcome{retry: min(retryBackoffMax, max(retryBackoffBase, deadline.Sub(now)))}
+		}
+		// The gate must go at --max-gated (a gate the scheduler cannot see
+		// past hides the pod from autoscalers too): failurePolicy Ignore
+		// applies from then on.
+		ignore := *s
+		ignore.FailurePolicy = config.FailurePolicyIgnore
+		d, pastMaxGated = ignore.Decide(pod, lookup), true
+	}
+	rec.Source = d.Source
+	prefs, from, invalid := s.Preferred(pod)
+	var warnings [][2]string
+	if invalid != nil {
+		warnings = append(warnings, [2]string{ReasonInvalidPreference, "Ignoring " + invalid.Error()})
+	}
+	if d.Rejection != nil {
+		return c.reject(pod, &d, rec, warnings)
+	}
+	rec.Platforms = setString(d.Platforms)
+	if len(prefs) > 0 {
+		rec.Preferred = decision.PreferencesString(prefs) + " (" + string(from) + ")"
+	}
+	if d.FailedOpen {
+		rec.Message = "unresolved: " + d.Unresolved()
+	}
+	if d.FailedOpen && d.Platforms.IsAny() {
+		why, msg := "resolve_failed", fmt.Sprintf("images did not resolve (failurePolicy %s): %s; the pod is schedulable without an architecture constraint", s.FailurePolicy, d.Unresolved())
+		if pastMaxGated {
+			why = "max_gated"
+			msg = fmt.Sprintf("images did not resolve within %v of the pod's creation: %s; the pod is schedulable without an architecture constraint", c.opts.MaxGated, d.Unresolved())
+		}
+		rec.Outcome = decision.OutcomeFailedOpen
+		return outcome{outcome: metrics.OutcomeFailedOpen, eventType: v1.EventTypeWarning, reason: ReasonFailedOpen, message: msg, failOpen: why, record: rec, warnings: warnings}
+	}
+	aff, err := placement.Merge(pod, d.Platforms, prefs, placement.WithWindowsHostBuilds(c.windowsHostBuilds()...))
+	if err != nil {
+		rec.Outcome, rec.Message = decision.OutcomeNotApplied, err.Error()
+		return outcome{outcome: metrics.OutcomeUnmergeable, eventType: v1.EventTypeWarning, reason: ReasonUnmergeable,
+			message: fmt.Sprintf("%v; archfilter adds no constraint", err), failOpen: "unmergeable", record: rec, warnings: warnings}
+	}
+	if d.Platforms.IsAny() && apiequality.Semantic.DeepEqual(aff, pod.Spec.Affinity) {
+		rec.Outcome = decision.OutcomeUnconstrained
+		return outcome{outcome: metrics.OutcomeUnconstrained, eventType: v1.EventTypeNormal, reason: ReasonPlaced,
+			message: "the pod's images run on any platform; no affinity added", record: rec, warnings: warnings}
+	}
+	rec.Outcome = decision.OutcomeConstrained
+	if d.FailedOpen {
+		rec.Outcome = decision.OutcomeFailedOpen
+		return outcome{affinity: aff, outcome: metrics.OutcomeAffinityWritten, eventType: v1.EventTypeWarning, reason: ReasonFailedOpen, record: rec, warnings: warnings,
+			message: fmt.Sprintf("images did not resolve (failurePolicy Ignore): %s; node affinity requires the fallbackPlatforms and what the resolved images run on: %s", d.Unresolved(), d.Platforms)}
+	}
+	return outcome{affinity: aff, outcome: metrics.OutcomeAffinityWritten, eventType: v1.EventTypeNormal, reason: ReasonPlaced, record: rec, warnings: warnings,
+		message: fmt.Sprintf("node affinity requires the platforms the pod's images run on (from %s): %s", d.Source, d.Platforms)}
+}
 
-	set := platform.Any()
-	var failed []string
-	creds := c.opts.Credentials.ForPod(pod)
-	for _, image := range podplatform.Images(pod) {
-		res := c.opts.Resolver.Resolve(rctx, resolver.Request{Image: image, Credentials: creds})
-		if res.Err != nil {
-			failed = append(failed, fmt.Sprintf("%s: %v", image, res.Err))
-			continue
+// reject is the outcome for a pod the plugin would reject at PreFilter: node
+// affinity no node matches keeps it Pending, as the plugin leaves it, and no
+// autoscaler buys a node for it.
+func (c *Controller) reject(pod *v1.Pod, d *decision.Decision, rec decision.Record, warnings [][2]string) outcome {
+	rec.Outcome, rec.Message = decision.OutcomeRejected, d.Rejection.Message
+	aff, err := placement.Unsatisfiable(pod)
+	if err != nil {
+		rec.Outcome = decision.OutcomeNotApplied
+		return outcome{outcome: metrics.OutcomeUnmergeable, eventType: v1.EventTypeWarning, reason: ReasonUnmergeable, record: rec, warnings: warnings,
+			message: fmt.Sprintf("%s; but %v, so archfilter adds no constraint", d.Rejection.Message, err), failOpen: "unmergeable"}
+	}
+	return outcome{affinity: aff, outcome: metrics.OutcomeRejected, eventType: v1.EventTypeWarning, reason: ReasonRejected, record: rec, warnings: warnings,
+		message: d.Rejection.Message + "; node affinity that no node matches keeps the pod Pending, as the ArchFilter plugin would"}
+}
+
+// resolve asks the registries for the platforms of pod's images (none when it
+// declares them), within maxWait and the time left before deadline, and
+// returns the answers as a lookup for package decision.
+func (c *Controller) resolve(ctx context.Context, pod *v1.Pod, deadline time.Time) decision.Lookup {
+	results := map[string]resolver.Result{}
+	if !decision.Declared(pod) {
+		window := min(c.opts.Settings.MaxWait, deadline.Sub(c.opts.Now()))
+		window = max(window, minResolveWindow)
+		rctx, cancel := context.WithTimeout(ctx, window)
+		defer cancel()
+		creds := c.opts.Credentials.ForPod(pod)
+		for _, image := range podplatform.Images(pod) {
+			results[image] = c.opts.Resolver.Resolve(rctx, resolver.Request{Image: image, Credentials: creds})
 		}
-		set = set.Intersect(c.compat.Expand(res.Platforms))
 	}
-	if len(failed) > 0 {
-		if c.opts.Args.FailurePolicy == config.FailurePolicyFail && c.opts.Now().Before(deadline) {
-			logger.V(3).Info("Images did not resolve, pod stays gated", "pod", klog.KObj(pod), "deadline", deadline, "errors", failed)
-			return decision{retry: min(retryBackoffMax, max(retryBackoffBase, deadline.Sub(c.opts.Now())))}
-		}
-		if !c.hasFallback {
-			why := "resolve_failed"
-			msg := fmt.Sprintf("images did not resolve (failurePolicy %s): %s; the pod is schedulable without an architecture constraint", c.opts.Args.FailurePolicy, strings.Join(failed, "; "))
-			if c.opts.Args.FailurePolicy == config.FailurePolicyFail {
-				why = "max_gated"
-				msg = fmt.Sprintf("images did not resolve within %v of the pod's creation: %s; the pod is schedulable without an architecture constraint", c.opts.MaxGated, strings.Join(failed, "; "))
-			}
-			return decision{outcome: metrics.OutcomeFailedOpen, eventType: v1.EventTypeWarning, reason: ReasonFailedOpen, message: msg, failOpen: why}
-		}
-		set = c.fallback
+	return func(image string) (resolver.Result, bool) {
+		res, ok := results[image]
+		return res, ok
 	}
-	aff, err := placement.Merge(pod, set, c.prefs, placement.WithWindowsHostBuilds(c.windowsHostBuilds()...))
-	switch {
-	case errors.Is(err, placement.ErrConflict):
-		return decision{outcome: metrics.OutcomeConflict, eventType: v1.EventTypeWarning, reason: ReasonConflict,
-			message:  fmt.Sprintf("the pod's own os/arch constraints allow none of the platforms its images run on (%s); archfilter adds no constraint", set),
-			failOpen: "conflict"}
-	case err != nil:
-		return decision{outcome: metrics.OutcomeUnmergeable, eventType: v1.EventTypeWarning, reason: ReasonUnmergeable,
-			message:  fmt.Sprintf("%v; archfilter adds no constraint", err),
-			failOpen: "unmergeable"}
+}
+
+// setString is a set as a record holds it: "*" for any platform.
+func setString(s platform.Set) string {
+	if s.IsAny() {
+		return "*"
 	}
-	if set.IsAny() && apiequality.Semantic.DeepEqual(aff, pod.Spec.Affinity) {
-		return decision{outcome: metrics.OutcomeUnconstrained, eventType: v1.EventTypeNormal, reason: ReasonPlaced,
-			message: "the pod's images run on any platform; no affinity added"}
-	}
-	return decision{affinity: aff, outcome: metrics.OutcomeAffinityWritten, eventType: v1.EventTypeNormal, reason: ReasonPlaced,
-		message: fmt.Sprintf("node affinity requires the platforms the pod's images run on: %s", set)}
+	return s.String()
 }
 
 // release writes d's affinity (if any) and removes the gate in one update,
 // retrying on conflicts with a fresh copy. A pod whose update the apiserver
 // refuses is released without affinity rather than kept gated.
-func (c *Controller) release(ctx context.Context, pod *v1.Pod, d decision) error {
-	update := func(p *v1.Pod, withAffinity bool) (*v1.Pod, error) {
+func (c *Controller) release(ctx context.Context, pod *v1.Pod, d outcome) error {
+	update := func(p *v1.Pod, d outcome) (*v1.Pod, error) {
 		p = p.DeepCopy()
-		if withAffinity && d.affinity != nil {
+		if d.affinity != nil {
 			p.Spec.Affinity = d.affinity
+		}
+		if value, err := d.record.Encode(); err == nil {
+			if p.Annotations == nil {
+				p.Annotations = map[string]string{}
+			}
+			p.Annotations[annotations.Decision] = value
 		}
 		p.Spec.SchedulingGates = placement.WithoutGate(p.Spec.SchedulingGates)
 		return c.opts.Client.CoreV1().Pods(p.Namespace).Update(ctx, p, metav1.UpdateOptions{})
 	}
-	updated, err := update(pod, true)
+	updated, err := update(pod, d)
 	if apierrors.IsInvalid(err) && d.affinity != nil {
 		// The merged affinity was refused (the apiserver's rules for gated
 		// pods are stricter than Merge knows): the pod goes without it.
-		d = decision{outcome: metrics.OutcomeUnmergeable, eventType: v1.EventTypeWarning, reason: ReasonUnmergeable,
+		rec := d.record
+		rec.Outcome, rec.Message = decision.OutcomeNotApplied, fmt.Sprintf("the apiserver refused the node affinity: %v", err)
+		d = outcome{outcome: metrics.OutcomeUnmergeable, eventType: v1.EventTypeWarning, reason: ReasonUnmergeable, record: rec, warnings: d.warnings,
 			message: fmt.Sprintf("the apiserver refused the merged node affinity (%v); archfilter adds no constraint", err), failOpen: "unmergeable"}
-		updated, err = update(pod, false)
+		updated, err = update(pod, d)
 	}
 	if apierrors.IsNotFound(err) {
 		return nil
@@ -359,6 +426,9 @@ func (c *Controller) release(ctx context.Context, pod *v1.Pod, d decision) error
 		metrics.FailOpen.WithLabelValues(d.failOpen).Inc()
 	}
 	if c.opts.Recorder != nil {
+		for _, w := range d.warnings {
+			c.opts.Recorder.Event(updated, v1.EventTypeWarning, w[0], w[1])
+		}
 		c.opts.Recorder.Event(updated, d.eventType, d.reason, d.message)
 	}
 	klog.FromContext(ctx).V(2).Info("Released pod", "pod", klog.KObj(pod), "outcome", d.outcome)

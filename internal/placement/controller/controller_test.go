@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -19,8 +20,10 @@ import (
 	"k8s.io/component-base/metrics/testutil"
 	"k8s.io/klog/v2/ktesting"
 
+	"github.com/archfilter/archfilter/apis/annotations"
 	"github.com/archfilter/archfilter/apis/config"
 	"github.com/archfilter/archfilter/internal/placement/metrics"
+	"github.com/archfilter/archfilter/pkg/decision"
 	"github.com/archfilter/archfilter/pkg/placement"
 	"github.com/archfilter/archfilter/pkg/platform"
 	"github.com/archfilter/archfilter/pkg/resolver"
@@ -59,44 +62,69 @@ func TestSyncOutcomes(t *testing.T) {
 		fallback     []string
 		age          time.Duration
 		image        string
+		images       []string // more containers' images
+		annotations  map[string]string
 		nodeSelector map[string]string
 		wantGated    bool
 		wantArch     string // a value the written affinity must name; "" for no affinity
 		wantReason   string
 		wantFailOpen string // fail_open_total's reason label that must grow; "" for none
+		wantRecord   string // the outcome recorded in archfilter.io/decision
+		wantSource   decision.Source
 	}{
-		{name: "resolved", policy: config.FailurePolicyIgnore, image: "arm", wantArch: "arm64", wantReason: ReasonPlaced},
-		{name: "32-bit image also runs on the 64-bit host", policy: config.FailurePolicyIgnore, image: "armv7", wantArch: "arm64", wantReason: ReasonPlaced},
-		{name: "Ignore: failure releases at once", policy: config.FailurePolicyIgnore, image: "missing", wantReason: ReasonFailedOpen, wantFailOpen: "resolve_failed"},
-		{name: "Ignore with fallbackPlatforms", policy: config.FailurePolicyIgnore, fallback: []string{"linux/amd64"}, image: "missing", wantArch: "amd64", wantReason: ReasonPlaced},
+		{name: "resolved", policy: config.FailurePolicyIgnore, image: "arm", wantArch: "arm64", wantReason: ReasonPlaced, wantRecord: decision.OutcomeConstrained, wantSource: decision.SourceImages},
+		{name: "32-bit image also runs on the 64-bit host", policy: config.FailurePolicyIgnore, image: "armv7", wantArch: "arm64", wantReason: ReasonPlaced, wantRecord: decision.OutcomeConstrained},
+		{name: "Ignore: failure releases at once", policy: config.FailurePolicyIgnore, image: "missing", wantReason: ReasonFailedOpen, wantFailOpen: "resolve_failed", wantRecord: decision.OutcomeFailedOpen},
+		{name: "Ignore with fallbackPlatforms", policy: config.FailurePolicyIgnore, fallback: []string{"linux/amd64"}, image: "missing", wantArch: "amd64", wantReason: ReasonFailedOpen, wantRecord: decision.OutcomeFailedOpen},
+		{
+			name: "declared platforms: no registry asked, the annotation decides", policy: config.FailurePolicyFail, image: "missing",
+			annotations: map[string]string{annotations.Platforms: "linux/s390x"}, wantArch: "s390x", wantReason: ReasonPlaced, wantRecord: decision.OutcomeConstrained, wantSource: decision.SourceAnnotation,
+		},
+		{
+			name: "invalid declared platforms: rejected, as the plugin rejects it", policy: config.FailurePolicyIgnore, image: "arm",
+			annotations: map[string]string{annotations.Platforms: "linux/"}, wantArch: string(v1.NodeSelectorOpDoesNotExist), wantReason: ReasonRejected, wantRecord: decision.OutcomeRejected,
+		},
+		{name: "no common platform: rejected", policy: config.FailurePolicyIgnore, image: "arm", images: []string{"amd"}, wantArch: string(v1.NodeSelectorOpDoesNotExist), wantReason: ReasonRejected, wantRecord: decision.OutcomeRejected},
+		{
+			name: "skip annotation added while gated: released as it is", policy: config.FailurePolicyIgnore, image: "arm",
+			annotations: map[string]string{annotations.Skip: "true"}, wantReason: ReasonPlaced, wantRecord: decision.OutcomeUnconstrained,
+		},
+		{
+			name: "preferred-platforms annotation is written as preferred terms", policy: config.FailurePolicyIgnore, image: "multi",
+			annotations: map[string]string{annotations.PreferredPlatforms: "linux/s390x=50"}, wantArch: "s390x", wantReason: ReasonPlaced, wantRecord: decision.OutcomeConstrained,
+		},
 		// containerd runs arm/v5-v8 images on arm64 hosts (github.com/containerd/platforms,
 		// compare.go); under run32BitImagesOn the fallback is widened as the plugin widens
 		// it (platform.Compat.ParseList), so an arm/v7 fallback admits arm64 nodes.
-		{name: "fallbackPlatforms widened by the 32-bit rule", policy: config.FailurePolicyIgnore, fallback: []string{"linux/arm/v7"}, image: "missing", wantArch: "arm64", wantReason: ReasonPlaced},
+		{name: "fallbackPlatforms widened by the 32-bit rule", policy: config.FailurePolicyIgnore, fallback: []string{"linux/arm/v7"}, image: "missing", wantArch: "arm64", wantReason: ReasonFailedOpen, wantRecord: decision.OutcomeFailedOpen},
 		{name: "Fail: stays gated before max-gated", policy: config.FailurePolicyFail, image: "missing", age: maxGated / 2, wantGated: true},
-		{name: "Fail: released after max-gated", policy: config.FailurePolicyFail, image: "missing", age: maxGated + time.Second, wantReason: ReasonFailedOpen, wantFailOpen: "max_gated"},
-		{name: "conflict", policy: config.FailurePolicyIgnore, image: "arm", nodeSelector: map[string]string{v1.LabelArchStable: "amd64"}, wantReason: ReasonConflict, wantFailOpen: "conflict"},
+		{name: "Fail: released after max-gated", policy: config.FailurePolicyFail, image: "missing", age: maxGated + time.Second, wantReason: ReasonFailedOpen, wantFailOpen: "max_gated", wantRecord: decision.OutcomeFailedOpen},
+		{name: "own constraints conflict: rejected", policy: config.FailurePolicyIgnore, image: "arm", nodeSelector: map[string]string{v1.LabelArchStable: "amd64"}, wantArch: string(v1.NodeSelectorOpDoesNotExist), wantReason: ReasonRejected, wantRecord: decision.OutcomeRejected},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, ctx := ktesting.NewTestContext(t)
 			pod := &v1.Pod{
-				ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p", CreationTimestamp: metav1.NewTime(now.Add(-tc.age))},
+				ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p", CreationTimestamp: metav1.NewTime(now.Add(-tc.age)), Annotations: tc.annotations},
 				Spec: v1.PodSpec{
 					Containers:      []v1.Container{{Name: "c", Image: tc.image}},
 					NodeSelector:    tc.nodeSelector,
 					SchedulingGates: []v1.PodSchedulingGate{{Name: placement.GateName}},
 				},
 			}
+			for i, img := range tc.images {
+				pod.Spec.Containers = append(pod.Spec.Containers, v1.Container{Name: fmt.Sprint("c", i), Image: img})
+			}
 			client := fake.NewClientset(pod)
 			factory := informers.NewSharedInformerFactory(client, 0)
 			recorder := record.NewFakeRecorder(10)
 			c, err := New(Options{
 				Client: client, Informers: factory, Recorder: recorder, Credentials: noCredentials{},
-				Resolver: answers{"arm": mustList(t, "linux/arm64"), "armv7": mustList(t, "linux/arm/v7")},
-				Args: &config.ArchFilterArgs{
+				Resolver: answers{"arm": mustList(t, "linux/arm64"), "armv7": mustList(t, "linux/arm/v7"), "amd": mustList(t, "linux/amd64"), "multi": mustList(t, "linux/amd64,linux/s390x")},
+				Settings: settings(t, &config.ArchFilterArgs{
 					FailurePolicy: tc.policy, FallbackPlatforms: tc.fallback,
 					MaxWait: metav1.Duration{Duration: time.Second}, Run32BitImagesOn: []string{"arm64"},
-				},
+				}),
+				By: "test",
 				MaxGated: maxGated,
 				Now:      func() time.Time { return now },
 			})
@@ -124,11 +152,19 @@ func TestSyncOutcomes(t *testing.T) {
 				}
 				return
 			}
-			if grew := counter(t, metrics.AffinityWritten) - written; (tc.wantArch != "") != (grew == 1) {
+			// A rejected pod's affinity (no node matches it) is not counted as written.
+			if grew := counter(t, metrics.AffinityWritten) - written; (tc.wantArch != "" && tc.wantRecord != decision.OutcomeRejected) != (grew == 1) {
 				t.Errorf("affinity_written_total grew by %v", grew)
 			}
 			if grew := counter(t, metrics.FailOpen.WithLabelValues(cmpOr(tc.wantFailOpen, "resolve_failed"))) - failOpen; (tc.wantFailOpen != "") != (grew == 1) {
 				t.Errorf("fail_open_total{reason=%q} grew by %v", tc.wantFailOpen, grew)
+			}
+			rec, ok, err := decision.RecordOf(got)
+			if !ok || err != nil {
+				t.Fatalf("no decision recorded (%v): %v", err, got.Annotations)
+			}
+			if rec.Outcome != tc.wantRecord || rec.By != "test" || !rec.At.Time.Equal(now) || (tc.wantSource != "" && rec.Source != tc.wantSource) {
+				t.Errorf("recorded %+v, want outcome %s, source %q, by test at %v", rec, tc.wantRecord, tc.wantSource, now)
 			}
 			if tc.wantArch == "" && got.Spec.Affinity != nil {
 				t.Errorf("affinity written: %v", got.Spec.Affinity)
@@ -146,6 +182,15 @@ func TestSyncOutcomes(t *testing.T) {
 			}
 		})
 	}
+}
+
+func settings(t *testing.T, args *config.ArchFilterArgs) *decision.Settings {
+	t.Helper()
+	s, err := decision.NewSettings(args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
 
 func counter(t *testing.T, c basemetrics.CounterMetric) float64 {
@@ -222,7 +267,7 @@ func TestWindowsBuilds(t *testing.T) {
 			c, err := New(Options{
 				Client: client, Informers: factory, Credentials: noCredentials{},
 				Resolver: answers{"win": tc.image},
-				Args:     &config.ArchFilterArgs{FailurePolicy: config.FailurePolicyIgnore, MaxWait: metav1.Duration{Duration: time.Second}},
+				Settings: settings(t, &config.ArchFilterArgs{FailurePolicy: config.FailurePolicyIgnore, MaxWait: metav1.Duration{Duration: time.Second}}),
 				MaxGated: time.Minute,
 				Now:      func() time.Time { return now },
 			})

@@ -17,7 +17,7 @@ const (
 	OutcomeAffinityWritten = "affinity_written"
 	OutcomeUnconstrained   = "unconstrained"
 	OutcomeFailedOpen      = "failed_open"
-	OutcomeConflict        = "conflict"
+	OutcomeRejected        = "rejected"
 	OutcomeUnmergeable     = "unmergeable"
 	OutcomeUninstalled     = "uninstalled"
 )
@@ -57,7 +57,7 @@ var (
 	FailOpen = metrics.NewCounterVec(&metrics.CounterOpts{
 		Subsystem:      subsystem,
 		Name:           "fail_open_total",
-		Help:           "Pods whose gate was removed without added affinity, by reason (resolve_failed, max_gated, conflict, unmergeable, uninstalled).",
+		Help:           "Pods whose gate was removed without added affinity, by reason (resolve_failed, max_gated, unmergeable, uninstalled).",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"reason"})
 )

@@ -31,6 +31,10 @@ type Registration struct {
 	Service *admissionregistrationv1.ServiceReference
 	// ExcludedNamespaces are left out by the namespace selector.
 	ExcludedNamespaces sets.Set[string]
+	// NamespaceSelector is ArchFilterArgs.namespaceSelector, ANDed into the
+	// webhook's: the apiserver does not call the webhook for pods of other
+	// namespaces (the handler checks again). Nil selects every namespace.
+	NamespaceSelector *metav1.LabelSelector
 }
 
 // Configuration is the MutatingWebhookConfiguration for r with caBundle.
@@ -58,15 +62,26 @@ func (r Registration) Configuration(caBundle []byte) *admissionregistrationv1.Mu
 			// A webhook that is down never blocks a pod: it is created ungated.
 			FailurePolicy: &ignore,
 			SideEffects:   &none,
-			NamespaceSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
-				{Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpNotIn, Values: sets.List(r.ExcludedNamespaces)},
-				{Key: OptOutLabel, Operator: metav1.LabelSelectorOpNotIn, Values: []string{OptOutValue}},
-			}},
+			NamespaceSelector:       r.namespaceSelector(),
 			AdmissionReviewVersions: []string{"v1"},
 			TimeoutSeconds:          ptr.To[int32](5),
 			ReinvocationPolicy:      ptr.To(admissionregistrationv1.NeverReinvocationPolicy),
 		}},
 	}
+}
+
+// namespaceSelector leaves out the excluded namespaces and those opted out with
+// OptOutLabel, and keeps only those NamespaceSelector selects.
+func (r Registration) namespaceSelector() *metav1.LabelSelector {
+	sel := &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+		{Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpNotIn, Values: sets.List(r.ExcludedNamespaces)},
+		{Key: OptOutLabel, Operator: metav1.LabelSelectorOpNotIn, Values: []string{OptOutValue}},
+	}}
+	if r.NamespaceSelector != nil {
+		sel.MatchLabels = r.NamespaceSelector.MatchLabels
+		sel.MatchExpressions = append(sel.MatchExpressions, r.NamespaceSelector.MatchExpressions...)
+	}
+	return sel
 }
 
 // Apply creates or updates the configuration with caBundle.

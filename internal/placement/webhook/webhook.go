@@ -11,11 +11,10 @@ import (
 
 	admissionv1 "k8s.io/api/admission/v1"
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/klog/v2"
 
-	"github.com/archfilter/archfilter/apis/annotations"
 	"github.com/archfilter/archfilter/internal/placement/metrics"
+	"github.com/archfilter/archfilter/pkg/decision"
 	"github.com/archfilter/archfilter/pkg/placement"
 )
 
@@ -25,20 +24,17 @@ const Path = "/mutate-pods"
 // maxBody bounds an AdmissionReview request body.
 const maxBody = 8 << 20
 
-// Scope says which pods are gated.
-type Scope struct {
-	// ExcludedNamespaces are never gated (the webhook's namespace selector
-	// excludes them too; this is the second line).
-	ExcludedNamespaces sets.Set[string]
-	// SkipSchedulers: pods naming one of these schedulers already get
-	// ArchFilter's decisions and are not gated.
-	SkipSchedulers sets.Set[string]
-}
-
 // Handler answers AdmissionReviews for pod creation.
 type Handler struct {
-	Scope  Scope
-	Logger klog.Logger
+	// Settings decide which pods are in scope (package decision, as the
+	// plugin): the excluded namespaces (the webhook's namespace selector
+	// excludes them too; this is the second line), the namespace selector,
+	// archfilter.io/skip, the DaemonSet policy, bound pods, and pods naming a
+	// scheduler that runs ArchFilter (Settings.Schedulers), which the plugin decides.
+	Settings *decision.Settings
+	// Namespaces gives a namespace's labels, for the namespace selector.
+	Namespaces decision.NamespaceLabels
+	Logger     klog.Logger
 	// ControllerRunning, when set, tells whether a placement controller is
 	// running to remove the gates (this process's, or the Lease holder's):
 	// without one a gate would never be removed, so pods are admitted ungated
@@ -80,14 +76,19 @@ func (h *Handler) Admit(req *admissionv1.AdmissionRequest) *admissionv1.Admissio
 		allow.Warnings = []string{fmt.Sprintf("archfilter placement: pod not gated, it could not be decoded: %v", err)}
 		return allow
 	}
-	if reason := h.skip(req.Namespace, &pod); reason != "" {
+	// The object of a create request may lack its namespace.
+	pod.Namespace = req.Namespace
+	if err := decision.InvalidSkip(&pod); err != nil {
+		allow.Warnings = append(allow.Warnings, "archfilter placement: "+err.Error())
+	}
+	if reason := h.skip(&pod); reason != "" {
 		h.Logger.V(5).Info("Pod not gated", "namespace", req.Namespace, "name", pod.Name, "generateName", pod.GenerateName, "reason", reason)
 		return allow
 	}
 	if h.ControllerRunning != nil {
 		if running, why := h.ControllerRunning(); !running {
 			h.Logger.V(2).Info("Pod not gated: no placement controller is running", "namespace", req.Namespace, "name", pod.Name, "generateName", pod.GenerateName, "why", why)
-			allow.Warnings = []string{"archfilter placement: pod not gated, no placement controller is running to ungate it (" + why + "); it is scheduled without the node affinity its images need"}
+			allow.Warnings = append(allow.Warnings, "archfilter placement: pod not gated, no placement controller is running to ungate it ("+why+"); it is scheduled without the node affinity its images need")
 			if req.DryRun == nil || !*req.DryRun {
 				metrics.NotGated.Inc()
 			}
@@ -107,19 +108,12 @@ func (h *Handler) Admit(req *admissionv1.AdmissionRequest) *admissionv1.Admissio
 }
 
 // skip names why pod is not gated, or "".
-func (h *Handler) skip(namespace string, pod *v1.Pod) string {
-	switch {
-	case h.Scope.ExcludedNamespaces.Has(namespace):
-		return "excluded namespace"
-	case pod.Spec.NodeName != "":
-		return "already bound"
-	case h.Scope.SkipSchedulers.Has(pod.Spec.SchedulerName):
-		return "scheduled by ArchFilter"
-	case placement.HasGate(pod):
-		return "already gated"
+func (h *Handler) skip(pod *v1.Pod) string {
+	if reason := h.Settings.Scope(pod, decision.ViaPlacement, h.Namespaces); reason != "" {
+		return string(reason)
 	}
-	if skip, _ := annotations.ParseSkip(pod.Annotations[annotations.Skip]); skip {
-		return "annotation " + annotations.Skip
+	if placement.HasGate(pod) {
+		return "already gated"
 	}
 	return ""
 }

@@ -2,20 +2,25 @@ package webhook
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
+	gocmp "github.com/google/go-cmp/cmp"
 	admissionv1 "k8s.io/api/admission/v1"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/klog/v2/ktesting"
+	"k8s.io/utils/ptr"
 
 	"github.com/archfilter/archfilter/apis/annotations"
+	"github.com/archfilter/archfilter/apis/config"
+	"github.com/archfilter/archfilter/pkg/decision"
 	"github.com/archfilter/archfilter/pkg/placement"
 )
 
@@ -29,12 +34,18 @@ func TestAdmit(t *testing.T) {
 		}
 		return p
 	}
+	daemonSetPod := func(p *v1.Pod) {
+		p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "DaemonSet", Name: "ds", UID: "ds-uid", Controller: ptr.To(true)}}
+	}
 	for _, tc := range []struct {
-		name      string
-		namespace string
-		op        admissionv1.Operation
-		pod       *v1.Pod
-		wantGates []v1.PodSchedulingGate // nil: no patch
+		name         string
+		namespace    string
+		op           admissionv1.Operation
+		pod          *v1.Pod
+		policy       config.DaemonSetPolicy
+		selector     string // namespaceSelector, as a label selector string
+		wantGates    []v1.PodSchedulingGate // nil: no patch
+		wantWarnings int
 	}{
 		{name: "new pod is gated", namespace: "apps", op: admissionv1.Create, pod: pod(), wantGates: []v1.PodSchedulingGate{gate}},
 		{name: "gate appended to others", namespace: "apps", op: admissionv1.Create, pod: pod(func(p *v1.Pod) { p.Spec.SchedulingGates = []v1.PodSchedulingGate{other} }), wantGates: []v1.PodSchedulingGate{other, gate}},
@@ -44,10 +55,28 @@ func TestAdmit(t *testing.T) {
 		{name: "archfilter's scheduler", namespace: "apps", op: admissionv1.Create, pod: pod(func(p *v1.Pod) { p.Spec.SchedulerName = "archfilter-scheduler" })},
 		{name: "already gated", namespace: "apps", op: admissionv1.Create, pod: pod(func(p *v1.Pod) { p.Spec.SchedulingGates = []v1.PodSchedulingGate{gate} })},
 		{name: "skip annotation", namespace: "apps", op: admissionv1.Create, pod: pod(func(p *v1.Pod) { p.Annotations = map[string]string{annotations.Skip: "true"} })},
+		{name: "invalid skip annotation: gated, with a warning", namespace: "apps", op: admissionv1.Create, pod: pod(func(p *v1.Pod) { p.Annotations = map[string]string{annotations.Skip: "yes"} }), wantGates: []v1.PodSchedulingGate{gate}, wantWarnings: 1},
+		{name: "DaemonSet pod under daemonSetPolicy Skip", namespace: "apps", op: admissionv1.Create, pod: pod(daemonSetPod), policy: config.DaemonSetPolicySkip},
+		{name: "DaemonSet pod under daemonSetPolicy Enforce", namespace: "apps", op: admissionv1.Create, pod: pod(daemonSetPod), policy: config.DaemonSetPolicyEnforce, wantGates: []v1.PodSchedulingGate{gate}},
+		{name: "namespace selected", namespace: "apps", op: admissionv1.Create, pod: pod(), selector: "team=shop", wantGates: []v1.PodSchedulingGate{gate}},
+		{name: "namespace not selected", namespace: "apps", op: admissionv1.Create, pod: pod(), selector: "team=payments"},
+		{name: "namespace unknown", namespace: "new", op: admissionv1.Create, pod: pod(), selector: "team=shop"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			logger, _ := ktesting.NewTestContext(t)
-			h := &Handler{Scope: Scope{ExcludedNamespaces: sets.New("kube-system"), SkipSchedulers: sets.New("archfilter-scheduler")}, Logger: logger}
+			settings := &decision.Settings{ExcludedNamespaces: sets.New("kube-system"), Schedulers: sets.New("archfilter-scheduler"), DaemonSetPolicy: cmp.Or(tc.policy, config.DaemonSetPolicySkip)}
+			if tc.selector != "" {
+				sel, err := labels.Parse(tc.selector)
+				if err != nil {
+					t.Fatal(err)
+				}
+				settings.NamespaceSelector = sel
+			}
+			namespaces := func(name string) (labels.Set, bool) {
+				l, ok := map[string]labels.Set{"apps": {"team": "shop"}, "kube-system": {}}[name]
+				return l, ok
+			}
+			h := &Handler{Settings: settings, Namespaces: namespaces, Logger: logger}
 			raw, err := json.Marshal(tc.pod)
 			if err != nil {
 				t.Fatal(err)
@@ -72,6 +101,9 @@ func TestAdmit(t *testing.T) {
 			if out.Response == nil || !out.Response.Allowed || out.Response.UID != "uid-1" {
 				t.Fatalf("response %+v, want allowed with the request's UID", out.Response)
 			}
+			if len(out.Response.Warnings) != tc.wantWarnings {
+				t.Errorf("warnings %q, want %d", out.Response.Warnings, tc.wantWarnings)
+			}
 			if tc.wantGates == nil {
 				if out.Response.Patch != nil {
 					t.Fatalf("patch %s, want none", out.Response.Patch)
@@ -79,7 +111,7 @@ func TestAdmit(t *testing.T) {
 				return
 			}
 			got := applyGatePatch(t, tc.pod, out.Response.Patch)
-			if diff := cmp.Diff(tc.wantGates, got); diff != "" {
+			if diff := gocmp.Diff(tc.wantGates, got); diff != "" {
 				t.Errorf("gates (-want,+got):\n%s", diff)
 			}
 		})
@@ -97,7 +129,8 @@ func TestServeHTTPBadRequest(t *testing.T) {
 }
 
 func TestConfiguration(t *testing.T) {
-	r := Registration{Name: "cfg", URL: "https://127.0.0.1:9443", ExcludedNamespaces: sets.New("kube-system", "archfilter-system")}
+	r := Registration{Name: "cfg", URL: "https://127.0.0.1:9443", ExcludedNamespaces: sets.New("kube-system", "archfilter-system"),
+		NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"team": "shop"}, MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "tier", Operator: metav1.LabelSelectorOpIn, Values: []string{"web"}}}}}
 	c := r.Configuration([]byte("ca"))
 	w := c.Webhooks[0]
 	if got := *w.ClientConfig.URL; got != "https://127.0.0.1:9443"+Path {
@@ -106,8 +139,26 @@ func TestConfiguration(t *testing.T) {
 	if *w.FailurePolicy != "Ignore" {
 		t.Errorf("failurePolicy %s, want Ignore", *w.FailurePolicy)
 	}
-	if diff := cmp.Diff([]string{"archfilter-system", "kube-system"}, w.NamespaceSelector.MatchExpressions[0].Values); diff != "" {
+	if diff := gocmp.Diff([]string{"archfilter-system", "kube-system"}, w.NamespaceSelector.MatchExpressions[0].Values); diff != "" {
 		t.Errorf("excluded namespaces (-want,+got):\n%s", diff)
+	}
+	// namespaceSelector is ANDed in: the apiserver calls the webhook for the selected namespaces only.
+	sel, err := metav1.LabelSelectorAsSelector(w.NamespaceSelector)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		labels labels.Set
+		want   bool
+	}{
+		{labels.Set{"kubernetes.io/metadata.name": "apps", "team": "shop", "tier": "web"}, true},
+		{labels.Set{"kubernetes.io/metadata.name": "apps", "team": "shop"}, false},
+		{labels.Set{"kubernetes.io/metadata.name": "kube-system", "team": "shop", "tier": "web"}, false},
+		{labels.Set{"kubernetes.io/metadata.name": "apps", "team": "shop", "tier": "web", OptOutLabel: OptOutValue}, false},
+	} {
+		if got := sel.Matches(tc.labels); got != tc.want {
+			t.Errorf("namespace %v selected: %v, want %v", tc.labels, got, tc.want)
+		}
 	}
 }
 
@@ -158,7 +209,7 @@ func TestAdmitWithoutController(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			logger, _ := ktesting.NewTestContext(t)
-			h := &Handler{Logger: logger, ControllerRunning: func() (bool, string) { return tc.running, "the Lease has no holder" }}
+			h := &Handler{Settings: &decision.Settings{}, Logger: logger, ControllerRunning: func() (bool, string) { return tc.running, "the Lease has no holder" }}
 			raw, err := json.Marshal(&v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p"}, Spec: v1.PodSpec{Containers: []v1.Container{{Name: "c", Image: "img"}}}})
 			if err != nil {
 				t.Fatal(err)
@@ -177,7 +228,7 @@ func TestAdmitWithoutController(t *testing.T) {
 			if tc.wantWarning != "" {
 				want = []string{tc.wantWarning + "; it is scheduled without the node affinity its images need"}
 			}
-			if diff := cmp.Diff(want, resp.Warnings); diff != "" {
+			if diff := gocmp.Diff(want, resp.Warnings); diff != "" {
 				t.Errorf("warnings (-want,+got):\n%s", diff)
 			}
 		})

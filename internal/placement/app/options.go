@@ -11,13 +11,11 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
-	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/rest"
 
 	"github.com/archfilter/archfilter/apis/config"
-	"github.com/archfilter/archfilter/apis/config/scheme"
-	"github.com/archfilter/archfilter/apis/config/validation"
+	"github.com/archfilter/archfilter/apis/config/argsfile"
 	"github.com/archfilter/archfilter/pkg/decision"
 )
 
@@ -113,33 +111,20 @@ func (o *Options) webhookURL() (*url.URL, error) {
 }
 
 // LoadArgs reads --args (or the defaults), adds --insecure-registries and
-// validates the result as the plugin does.
+// validates the result as the plugin does; a field the placement mode cannot
+// honour is refused.
 func (o *Options) LoadArgs() (*config.ArchFilterArgs, error) {
-	data := []byte("apiVersion: kubescheduler.config.k8s.io/v1\nkind: ArchFilterArgs\n")
-	if o.ArgsFile != "" {
-		var err error
-		if data, err = os.ReadFile(o.ArgsFile); err != nil {
-			return nil, fmt.Errorf("--args: %w", err)
+	args, err := argsfile.Load("--args", o.ArgsFile, func(args *config.ArchFilterArgs) {
+		for _, host := range o.InsecureRegistries {
+			args.Registries = append(args.Registries, config.RegistryConfig{Host: host, Insecure: true})
 		}
-	}
-	obj, gvk, err := serializer.NewCodecFactory(scheme.Scheme, serializer.EnableStrict).UniversalDecoder().Decode(data, nil, nil)
+	})
 	if err != nil {
-		return nil, fmt.Errorf("--args %s: %w", o.ArgsFile, err)
-	}
-	args, ok := obj.(*config.ArchFilterArgs)
-	if !ok {
-		return nil, fmt.Errorf("--args %s: got %v, want kind ArchFilterArgs", o.ArgsFile, gvk)
-	}
-	for _, host := range o.InsecureRegistries {
-		args.Registries = append(args.Registries, config.RegistryConfig{Host: host, Insecure: true})
-	}
-	if err := validation.ValidateArchFilterArgs(field.NewPath("args"), args); err != nil {
 		return nil, err
 	}
-	// A field the placement mode cannot honour is refused, never accepted
-	// silently: the mode would then decide unlike the plugin.
+	// Accepting it silently would make the mode decide unlike the plugin.
 	if err := decision.RefuseSchedulerOnly(field.NewPath("args"), args, "the placement mode"); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("--args %s: %w", o.ArgsFile, err)
 	}
 	return args, nil
 }

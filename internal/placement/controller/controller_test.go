@@ -124,7 +124,7 @@ func TestSyncOutcomes(t *testing.T) {
 					FailurePolicy: tc.policy, FallbackPlatforms: tc.fallback,
 					MaxWait: metav1.Duration{Duration: time.Second}, Run32BitImagesOn: []string{"arm64"},
 				}),
-				By: "test",
+				By:       "test",
 				MaxGated: maxGated,
 				Now:      func() time.Time { return now },
 			})

@@ -60,8 +60,8 @@ func (r Registration) Configuration(caBundle []byte) *admissionregistrationv1.Mu
 				Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"}, Scope: &scope},
 			}},
 			// A webhook that is down never blocks a pod: it is created ungated.
-			FailurePolicy: &ignore,
-			SideEffects:   &none,
+			FailurePolicy:           &ignore,
+			SideEffects:             &none,
 			NamespaceSelector:       r.namespaceSelector(),
 			AdmissionReviewVersions: []string{"v1"},
 			TimeoutSeconds:          ptr.To[int32](5),

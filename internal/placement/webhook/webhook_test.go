@@ -43,7 +43,7 @@ func TestAdmit(t *testing.T) {
 		op           admissionv1.Operation
 		pod          *v1.Pod
 		policy       config.DaemonSetPolicy
-		selector     string // namespaceSelector, as a label selector string
+		selector     string                 // namespaceSelector, as a label selector string
 		wantGates    []v1.PodSchedulingGate // nil: no patch
 		wantWarnings int
 	}{

@@ -26,8 +26,8 @@
 #                      them: the settings above and the commit, for --report
 #   BENCH_DOC          the document written (docs/benchmarks.md)
 #
-# Needs Go and the Go module proxy only: etcd (scheduler_perf starts it from PATH) is
-# built once by hack/cluster/tools.sh into .cache/bin, benchstat is `go install`ed there.
+# Needs Go and the Go module proxy only: etcd (scheduler_perf starts it from PATH) and
+# benchstat are built once into the tools cache by hack/cluster/tools.sh.
 set -euo pipefail
 
 SMOKE=false
@@ -40,10 +40,9 @@ case ${1:-} in
     ;;
 esac
 
-# hack/cluster/tools.sh --print only prints its paths when sourced, and defines
-# build_etcd (with lib.sh's ROOT, ARCHFILTER_CACHE, TOOLS_DIR, NICE, log, die…).
-# shellcheck source=hack/cluster/tools.sh
-source "$(dirname "${BASH_SOURCE[0]}")/../cluster/tools.sh" --print >/dev/null
+# lib.sh: ROOT, ARCHFILTER_CACHE, KUBE_VERSION, ETCD_VERSION, NICE, log, die…
+# shellcheck source=hack/cluster/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../cluster/lib.sh"
 
 # Run directories given to --report, made absolute before the cd below.
 RUNS=()
@@ -70,9 +69,6 @@ if $REPORT_ONLY; then
   write_doc "${RUNS[@]}"
   exit 0
 fi
-
-BENCHSTAT_VERSION=${BENCHSTAT_VERSION:-v0.0.0-20260908200009-22c9c6c9d4da}
-BENCHSTAT=$TOOLS_DIR/benchstat-$BENCHSTAT_VERSION/benchstat
 
 if $SMOKE; then
   BENCH_SCALE=smoke
@@ -110,15 +106,15 @@ START=$(date +%s)
 LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg)
 
 # --- tools -------------------------------------------------------------------------------
-build_etcd
+if $SMOKE; then
+  "$ROOT/hack/cluster/tools.sh" etcd
+else
+  "$ROOT/hack/cluster/tools.sh" etcd benchstat
+fi
+eval "$("$ROOT/hack/cluster/tools.sh" --print etcd benchstat)"
 PATH="$(dirname "$ETCD_BIN"):$PATH"
 export PATH
-if ! $SMOKE && [[ ! -x $BENCHSTAT ]]; then
-  log "installing benchstat $BENCHSTAT_VERSION (once)"
-  mkdir -p "$(dirname "$BENCHSTAT")"
-  (cd "$ARCHFILTER_CACHE" && GOBIN="$(dirname "$BENCHSTAT")" GOFLAGS="" $NICE go install \
-    "golang.org/x/perf/cmd/benchstat@$BENCHSTAT_VERSION")
-fi
+BENCHSTAT=$BENCHSTAT_BIN
 
 # scheduler_perf needs github.com/stretchr/testify in go.mod, which `go mod tidy` adds
 # once test/perf is in the tree. Until then, build test/perf with a copy of go.mod that

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Deletes the local KWOK cluster (processes and state) and, with --all, the
-# local registries too. Binaries stay cached under .cache/bin (rm -rf .cache to
-# drop them). Safe to run when nothing is up.
+# local registries too. Built tools stay in the tools cache (make clean-tools
+# drops them). Safe to run when nothing is up.
 set -euo pipefail
 # shellcheck source=hack/cluster/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+eval "$("$ROOT/hack/cluster/tools.sh" --print kwok)"
 
 if [[ -x $KWOKCTL_BIN ]] && "$KWOKCTL_BIN" get clusters 2>/dev/null | grep -qx "$CLUSTER_NAME"; then
   log "deleting KWOK cluster $CLUSTER_NAME"

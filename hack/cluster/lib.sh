@@ -1,9 +1,12 @@
 # shellcheck shell=bash disable=SC2034 # the variables are for the scripts that source this
 # Shared settings and helpers for hack/cluster/*.sh. Source it; do not run it.
 #
-# Everything built or started here lives under $ARCHFILTER_CACHE (default
-# <repo>/.cache, git-ignored): binaries under bin/, per-cluster state under the
-# cluster name, registry data under registry/.
+# What runs here keeps its state under $ARCHFILTER_CACHE (default <repo>/.cache,
+# git-ignored): per-cluster state under the cluster name, registry data under
+# registry/, helpers built from this clone's source under bin/. The tools
+# built from the module proxy (etcd, kube-apiserver, kwok, ...) live in the
+# per-user tools cache instead ($ARCHFILTER_TOOLS_CACHE, hack/lib/tools-cache.sh;
+# hack/cluster/tools.sh --print names them).
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 export ARCHFILTER_CACHE=${ARCHFILTER_CACHE:-$ROOT/.cache}
@@ -21,12 +24,8 @@ K8S134_KUBE_VERSION=$(cd "$ROOT" && go list -modfile=go.k8s1.34.mod -m -f '{{.Ve
 KUBE_VERSION=${KUBE_VERSION:-$MAIN_KUBE_VERSION}
 KCM_VERSION=${KCM_VERSION:-$KUBE_VERSION}
 
-TOOLS_DIR=$ARCHFILTER_CACHE/bin
-ETCD_BIN=$TOOLS_DIR/etcd-$ETCD_VERSION/etcd
-APISERVER_BIN=$TOOLS_DIR/kube-$KUBE_VERSION/kube-apiserver
-KCM_BIN=$TOOLS_DIR/kube-$KCM_VERSION/kube-controller-manager
-KWOK_BIN=$TOOLS_DIR/kwok-$KWOK_VERSION/kwok
-KWOKCTL_BIN=$TOOLS_DIR/kwok-$KWOK_VERSION/kwokctl
+# Helpers built from this clone's source (hack/demo), rebuilt incrementally.
+LOCAL_BIN=$ARCHFILTER_CACHE/bin
 SCHEDULER_BIN=${ARCHFILTER_SCHEDULER_BINARY:-$ROOT/bin/archfilter-scheduler}
 
 CLUSTER_NAME=${CLUSTER_NAME:-archfilter}
@@ -49,3 +48,6 @@ need_cmd() {
 
 # since START: seconds elapsed since START (from `date +%s`), for progress lines.
 since() { echo "$(( $(date +%s) - $1 ))s"; }
+
+# shellcheck source=hack/lib/tools-cache.sh
+source "$ROOT/hack/lib/tools-cache.sh"

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Builds, once, every binary a local KWOK cluster needs, from the Go module
-# proxy only (no downloads of release binaries):
+# Builds, once per user, the binaries the local clusters and tests need, from
+# the Go module proxy only (no downloads of release binaries), into the tools
+# cache (hack/lib/tools-cache.sh: $ARCHFILTER_TOOLS_CACHE, default
+# ~/.cache/archfilter, shared by every clone):
 #   etcd                     from a tiny module of its own (etcd's replace lines
 #                            stop `go install` of the server)
 #   kube-apiserver,          KUBE_VERSION and KCM_VERSION (default: the main line's):
@@ -8,23 +10,36 @@
 #                            pins them) or a tiny module of their own for other versions,
 #                            version-stamped like `make build` stamps the scheduler
 #   kwok, kwokctl            `go install …@version`
-# and bin/archfilter-scheduler (`make build`, which is incremental).
+#   kubelet, kubectl         KUBE_VERSION (a flavour's) from the flavour's module file (hack/node)
+#   kustomize                the version in go.mod's graph, `go install …@version` (test/e2e, charts)
+#   benchstat                `go install …@version` (make bench)
+# and bin/archfilter-scheduler (`make build-main`, which is incremental) unless
+# ARCHFILTER_SCHEDULER_BINARY names one.
 #
-# Binaries are cached under .cache/bin/<name>-<version>/: a second run only
-# checks they exist. Usage: hack/cluster/tools.sh [--print]   (--print: paths only)
+# Each tool's entry is keyed by what determines the binary (name, version, Go
+# version and target, flags and ldflags, the module files it is built from),
+# so a changed input builds a new entry and an unchanged one is found.
+#
+# Usage:
+#   hack/cluster/tools.sh                 the cluster's tools (etcd, kube-apiserver,
+#                                         kube-controller-manager, kwok) and the scheduler
+#   hack/cluster/tools.sh TOOL...         those tools (names above; kwok is kwok and kwokctl)
+#   hack/cluster/tools.sh --print [TOOL...]  NAME_BIN=path lines (all tools by default),
+#                                         nothing built (a version outside the flavours
+#                                         resolves its tiny module first)
+#   hack/cluster/tools.sh --clean         remove every built tool (make clean-tools)
 set -euo pipefail
 # shellcheck source=hack/cluster/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-need_cmd go "install Go 1.25+ (https://go.dev/doc/install)"
+need_cmd go "install Go 1.26+ (https://go.dev/doc/install)"
+need_cmd flock "it is in util-linux"
+
+# --- etcd ---------------------------------------------------------------------------------
 
 build_etcd() {
-  [[ -x $ETCD_BIN ]] && return
-  local start src
-  start=$(date +%s)
-  src=$ARCHFILTER_CACHE/src/etcd-$ETCD_VERSION
-  log "building etcd $ETCD_VERSION (once; ~30s warm, a few minutes cold)"
-  mkdir -p "$src" "$(dirname "$ETCD_BIN")"
+  local out=$1 src=$1/src
+  mkdir -p "$src"
   cat >"$src/go.mod" <<MOD
 module archfilter.local/etcd
 
@@ -32,26 +47,19 @@ go 1.25
 
 require go.etcd.io/etcd/server/v3 $ETCD_VERSION
 MOD
-  cat >"$src/tools.go" <<'GO'
-//go:build tools
-
-package tools
-
-import _ "go.etcd.io/etcd/server/v3"
-GO
-  local out
-  if ! out=$(cd "$src" && GOFLAGS=-mod=mod go mod tidy 2>&1); then
-    echo "$out" >&2
-    die "resolving etcd $ETCD_VERSION's dependencies failed (Go module proxy reachable?)"
-  fi
+  printf '//go:build tools\n\npackage tools\n\nimport _ "go.etcd.io/etcd/server/v3"\n' >"$src/tools.go"
+  (cd "$src" && GOFLAGS=-mod=mod go mod tidy) \
+    || die "resolving etcd $ETCD_VERSION's dependencies failed (Go module proxy reachable?)"
   (cd "$src" && GOFLAGS=-mod=mod CGO_ENABLED=0 $NICE go build -trimpath -ldflags '-s -w' \
-    -o "$ETCD_BIN.tmp" go.etcd.io/etcd/server/v3)
-  mv "$ETCD_BIN.tmp" "$ETCD_BIN"
-  info "etcd built in $(since "$start")"
+    -o "$out/etcd" go.etcd.io/etcd/server/v3)
 }
+verify_etcd() { expect_version "$1/etcd" "etcd Version: ${ETCD_VERSION#v}" "$1/etcd" --version; }
+etcd_key() { tool_key etcd "$ETCD_VERSION" "$(go_key)" "$(declare -f build_etcd)"; }
+
+# --- kube-apiserver, kube-controller-manager, kubelet, kubectl ----------------------------
 
 # kube_ldflags VERSION mirrors the Makefile's stamping of
-# k8s.io/component-base/version, so the control plane reports VERSION and not
+# k8s.io/component-base/version, so the binaries report VERSION and not
 # v0.0.0-master.
 kube_ldflags() {
   local version=$1 cv=k8s.io/component-base/version
@@ -67,7 +75,7 @@ kube_ldflags() {
 served_patch() {
   local module=$1 minor=$2 p=$3
   while ((p >= 0)); do
-    if (cd "$ARCHFILTER_CACHE" && GOFLAGS= go mod download "$module@v0.$minor.$p" >/dev/null 2>&1); then
+    if (cd "$ARCHFILTER_TOOLS_CACHE" && GOFLAGS='' go mod download "$module@v0.$minor.$p" >/dev/null 2>&1); then
       echo "v0.$minor.$p"
       return
     fi
@@ -76,91 +84,204 @@ served_patch() {
   return 1
 }
 
-# kube_module VERSION prints the directory and the go flags that build
-# k8s.io/kubernetes VERSION's kube-apiserver: the project's own module files
-# for the two flavours' versions (their packages are mostly compiled already),
-# else a tiny module of its own under .cache/src. k8s.io/kubernetes requires
-# every staging module at v0.0.0, so that module replaces each with the
-# matching v0.MINOR.PATCH, or the newest lower patch that is served (a patch
-# skew inside the minor, as go.k8s1.34.mod has); the sample-* modules, which
-# nothing built here imports, are left out. Other versions' controller
-# managers are not built this way: the Makefile's matrix runs each API server
-# with its flavour's, one minor older, as the skew policy allows.
-kube_module() {
+# build_kube_module OUT VERSION writes a tiny module that builds k8s.io/kubernetes
+# VERSION's kube-apiserver. k8s.io/kubernetes requires every staging module at
+# v0.0.0, so it replaces each with the matching v0.MINOR.PATCH, or the newest
+# lower patch that is served (a patch skew inside the minor, as go.k8s1.34.mod
+# has); the sample-* modules, which nothing built here imports, are left out.
+# It is an entry of the tools cache itself: what the proxy served once is
+# what every later build of that version uses (its go.mod and go.sum are part
+# of the binaries' keys).
+build_kube_module() {
+  local out=$1 version=$2 v=${2#v}
+  local mod godir staging
+  mod=$(cd "$out" && GOFLAGS='' go mod download -json "k8s.io/kubernetes@$version" | sed -n 's/.*"GoMod": "\(.*\)",*/\1/p')
+  [[ -f $mod ]] || die "k8s.io/kubernetes $version: the module proxy did not serve its go.mod"
+  godir=$(awk '/^go /{print $2; exit}' "$mod")
+  staging=$(awk '$2 == "=>" && $3 ~ /^\.\/staging\// && $1 !~ /sample-/ {print $1}' "$mod")
+  local minor=${v#*.} patch
+  patch=${minor#*.}
+  minor=${minor%%.*}
+  {
+    printf 'module archfilter.local/kube-%s\n\ngo %s\n\nrequire k8s.io/kubernetes %s\n\nreplace (\n' "$v" "$godir" "$version"
+    local m served
+    for m in $staging; do
+      served=$(served_patch "$m" "$minor" "$patch") || die "$m: no v0.$minor.x up to v0.$minor.$patch is served"
+      printf '\t%s => %s %s\n' "$m" "$m" "$served"
+    done
+    printf ')\n'
+  } >"$out/go.mod"
+  printf '//go:build tools\n\npackage tools\n\nimport (\n\t_ "k8s.io/kubernetes/cmd/kube-apiserver"\n\t_ "k8s.io/kubernetes/cmd/kube-controller-manager"\n)\n' >"$out/tools.go"
+  (cd "$out" && GOFLAGS=-mod=mod go mod tidy) \
+    || die "resolving k8s.io/kubernetes $version's dependencies failed (is every staging module served at v0.${v#*.}?)"
+}
+verify_kube_module() { [[ -s $1/go.mod && -s $1/go.sum ]]; }
+
+# kube_source VERSION prints three lines: the directory to build VERSION's
+# commands in, its go flags, and the key of its module files. The flavours'
+# versions build in this module (their packages are mostly compiled already
+# by the tests: no -trimpath, CGO_ENABLED=0, as the Makefile builds), other
+# versions in a tiny module of their own (build_kube_module), resolved here
+# when it is not in the cache yet. Other versions' controller managers are not
+# built this way: the Makefile's matrix runs each API server with its
+# flavour's, one minor older, as the skew policy allows.
+kube_source() {
   local version=$1
   if [[ $version == "$MAIN_KUBE_VERSION" ]]; then
-    echo "$ROOT"
+    printf '%s\n%s\n%s\n' "$ROOT" "" "$(files_key "$ROOT/go.mod" "$ROOT/go.sum")"
     return
   fi
   if [[ $version == "$K8S134_KUBE_VERSION" ]]; then
-    echo "$ROOT -modfile=go.k8s1.34.mod"
+    printf '%s\n%s\n%s\n' "$ROOT" "-modfile=go.k8s1.34.mod" "$(files_key "$ROOT/go.k8s1.34.mod" "$ROOT/go.k8s1.34.sum")"
     return
   fi
-  local src=$ARCHFILTER_CACHE/src/kube-$version v=${version#v}
-  if [[ ! -f $src/go.sum ]]; then
-    mkdir -p "$src"
-    local mod godir staging
-    mod=$(cd "$ARCHFILTER_CACHE" && GOFLAGS= go mod download -json "k8s.io/kubernetes@$version" | sed -n 's/.*"GoMod": "\(.*\)",*/\1/p')
-    [[ -f $mod ]] || die "k8s.io/kubernetes $version: the module proxy did not serve its go.mod"
-    godir=$(awk '/^go /{print $2; exit}' "$mod")
-    staging=$(awk '$2 == "=>" && $3 ~ /^\.\/staging\// && $1 !~ /sample-/ {print $1}' "$mod")
-    local minor=${v#*.} patch
-    patch=${minor#*.}
-    minor=${minor%%.*}
-    {
-      printf 'module archfilter.local/kube-%s\n\ngo %s\n\nrequire k8s.io/kubernetes %s\n\nreplace (\n' "$v" "$godir" "$version"
-      local m served
-      for m in $staging; do
-        served=$(served_patch "$m" "$minor" "$patch") || die "$m: no v0.$minor.x up to v0.$minor.$patch is served"
-        printf '\t%s => %s %s\n' "$m" "$m" "$served"
-      done
-      printf ')\n'
-    } >"$src/go.mod.tmp" || exit 1
-    mv "$src/go.mod.tmp" "$src/go.mod"
-    printf '//go:build tools\n\npackage tools\n\nimport _ "k8s.io/kubernetes/cmd/kube-apiserver"\n' >"$src/tools.go"
-    local out
-    if ! out=$(cd "$src" && GOFLAGS=-mod=mod go mod tidy 2>&1); then
-      echo "$out" >&2
-      rm -f "$src/go.sum"
-      die "resolving k8s.io/kubernetes $version's dependencies failed (is every staging module served at v0.${v#*.}?)"
-    fi
-  fi
-  echo "$src"
+  local key dir
+  key=$(tool_key kube-module "$version" "$(go_key)" "$(declare -f build_kube_module served_patch)")
+  dir=$(tool_dir "$key")
+  # Progress lines go to stderr; stdout is this function's answer.
+  cached_build "$key" "the module of k8s.io/kubernetes $version" verify_kube_module build_kube_module "$version" >&2
+  printf '%s\n%s\n%s\n' "$dir" "" "$(files_key "$dir/go.mod" "$dir/go.sum")"
 }
 
-build_kube() { # build_kube NAME VERSION OUT
-  local name=$1 version=$2 out=$3 start dir flags
-  [[ -x $out ]] && return
-  start=$(date +%s)
-  local spec
-  spec=$(kube_module "$version") || exit 1
-  read -r dir flags <<<"$spec"
-  local from="this module (${flags:-go.mod})"
-  [[ $dir == "$ROOT" ]] || from=${dir#"$ROOT"/}
-  log "building $name $version from $from (once; a few minutes, ~2 GB RAM)"
-  mkdir -p "$(dirname "$out")"
-  # shellcheck disable=SC2086 # flags is empty or one flag
-  # No -trimpath: built like the tests build (CGO_ENABLED=0, see the Makefile),
-  # the versions of this module graph reuse what the integration tests compiled.
+# build_kube OUT NAME VERSION DIR FLAGS: NAME (cmd/NAME of k8s.io/kubernetes)
+# VERSION into OUT/NAME. FLAGS is empty or one -modfile flag; kubelet and
+# kubectl need modules the project's go.sum does not list, so they build with
+# a copy of the flavour's module file (and -mod=mod) in OUT/src.
+build_kube() {
+  local out=$1 name=$2 version=$3 dir=$4 flags=$5
+  case $name in
+    kubelet | kubectl)
+      local modfile=${flags#-modfile=}
+      mkdir -p "$out/src"
+      cp "$dir/${modfile:-go.mod}" "$out/src/go.mod"
+      cp "$dir/$(basename "${modfile:-go.mod}" .mod).sum" "$out/src/go.sum"
+      flags="-modfile=$out/src/go.mod -mod=mod"
+      ;;
+  esac
+  # shellcheck disable=SC2086 # flags is a list of flags
   (cd "$dir" && CGO_ENABLED=0 $NICE go build $flags -ldflags "$(kube_ldflags "$version")" \
-    -o "$out.tmp" "k8s.io/kubernetes/cmd/$name")
-  mv "$out.tmp" "$out"
-  info "$name built in $(since "$start")"
+    -o "$out/$name" "k8s.io/kubernetes/cmd/$name")
+}
+verify_kube() {
+  local out=$1 name=$2 version=$3
+  case $name in
+    kubectl) expect_version "$out/$name" "Client Version: $version" "$out/$name" version --client ;;
+    *) expect_version "$out/$name" "Kubernetes $version" "$out/$name" --version ;;
+  esac
 }
 
+# kube_key NAME VERSION prints the key; KUBE_SOURCE (kube_source's lines) must be set.
+kube_key() {
+  tool_key "$1" "$2" "$(go_key)" "$(sed -n 3p <<<"$KUBE_SOURCE")" "goflags=${GOFLAGS:-}" \
+    "$(declare -f build_kube kube_ldflags)"
+}
+
+# kube_tool NAME VERSION [--print]: build NAME VERSION (or only print its path).
+kube_tool() {
+  local name=$1 version=$2 key
+  KUBE_SOURCE=$(kube_source "$version")
+  key=$(kube_key "$name" "$version")
+  if [[ ${3:-} == --print ]]; then
+    echo "$(tool_dir "$key")/$name"
+    return
+  fi
+  local dir flags from
+  dir=$(sed -n 1p <<<"$KUBE_SOURCE")
+  flags=$(sed -n 2p <<<"$KUBE_SOURCE")
+  from="this module (${flags:-go.mod})"
+  [[ $dir == "$ROOT" ]] || from="a module of its own"
+  cached_build "$key" "$name $version from $from" verify_kube build_kube "$name" "$version" "$dir" "$flags"
+}
+
+# --- kwok, kwokctl ------------------------------------------------------------------------
+
+# KWOK_KUBE_VERSION (lib.sh) tells kwokctl the version of each cluster; the
+# stamped default is the main line's, so one build serves every cell.
 build_kwok() {
-  [[ -x $KWOK_BIN && -x $KWOKCTL_BIN ]] && return
-  local start dir
-  start=$(date +%s)
-  dir=$(dirname "$KWOK_BIN")
-  log "building kwok and kwokctl $KWOK_VERSION (once; ~2 minutes)"
-  mkdir -p "$dir"
+  local out=$1
   # Outside the project module so its go.mod is neither read nor touched.
-  (cd "$ARCHFILTER_CACHE" && GOBIN="$dir.tmp" GOFLAGS="" CGO_ENABLED=0 $NICE go install -trimpath \
-    -ldflags "-s -w -X sigs.k8s.io/kwok/pkg/consts.KubeVersion=${KUBE_VERSION#v}" \
+  (cd "$out" && GOBIN="$out" GOFLAGS='' CGO_ENABLED=0 $NICE go install -trimpath \
+    -ldflags "-s -w -X sigs.k8s.io/kwok/pkg/consts.KubeVersion=${MAIN_KUBE_VERSION#v}" \
     "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION" "sigs.k8s.io/kwok/cmd/kwokctl@$KWOK_VERSION")
-  mv "$dir.tmp/kwok" "$dir.tmp/kwokctl" "$dir/" && rmdir "$dir.tmp"
-  info "kwok and kwokctl built in $(since "$start")"
+}
+verify_kwok() {
+  expect_version "$1/kwok" "${KWOK_VERSION#v}" "$1/kwok" --version &&
+    expect_version "$1/kwokctl" "${KWOK_VERSION#v}" "$1/kwokctl" --version
+}
+kwok_key() { tool_key kwok "$KWOK_VERSION" "$(go_key)" "main=$MAIN_KUBE_VERSION" "$(declare -f build_kwok)"; }
+
+# --- kustomize, benchstat: `go install module@version` ------------------------------------
+
+KUSTOMIZE_VERSION=${KUSTOMIZE_VERSION:-$(cd "$ROOT" && go list -m -f '{{.Version}}' sigs.k8s.io/kustomize/kustomize/v5)}
+BENCHSTAT_VERSION=${BENCHSTAT_VERSION:-v0.0.0-20260908200009-22c9c6c9d4da}
+
+# build_go_install OUT NAME PACKAGE VERSION: `go install PACKAGE@VERSION` into OUT.
+build_go_install() {
+  local out=$1 package=$3 version=$4
+  (cd "$out" && GOBIN="$out" GOFLAGS='' CGO_ENABLED=0 $NICE go install -trimpath -ldflags '-s -w' "$package@$version")
+}
+# verify_go_install OUT NAME PACKAGE VERSION: it runs, and Go's build
+# information names the module version (benchstat has no --version).
+verify_go_install() {
+  local out=$1 name=$2 version=$4
+  case $name in
+    kustomize) expect_version "$out/$name" "$version" "$out/$name" version || return 1 ;;
+    *) expect_help "$out/$name" "Usage" -h || return 1 ;;
+  esac
+  expect_version "$out/$name" "	$version	" go version -m "$out/$name"
+}
+go_install_key() { tool_key "$1" "$2" "$(go_key)" "$(declare -f build_go_install)"; }
+
+# --- the tools by name --------------------------------------------------------------------
+
+tool() { # tool NAME [--print]
+  local key
+  case $1 in
+    etcd)
+      key=$(etcd_key)
+      [[ ${2:-} == --print ]] && { echo "ETCD_BIN=$(tool_dir "$key")/etcd"; return; }
+      cached_build "$key" "etcd $ETCD_VERSION" verify_etcd build_etcd
+      ;;
+    kube-apiserver)
+      [[ ${2:-} == --print ]] && { echo "APISERVER_BIN=$(kube_tool kube-apiserver "$KUBE_VERSION" --print)"; return; }
+      kube_tool kube-apiserver "$KUBE_VERSION"
+      ;;
+    kube-controller-manager)
+      [[ ${2:-} == --print ]] && { echo "KCM_BIN=$(kube_tool kube-controller-manager "$KCM_VERSION" --print)"; return; }
+      kube_tool kube-controller-manager "$KCM_VERSION"
+      ;;
+    kubelet | kubectl)
+      if [[ $KUBE_VERSION != "$MAIN_KUBE_VERSION" && $KUBE_VERSION != "$K8S134_KUBE_VERSION" ]]; then
+        die "$1 $KUBE_VERSION: only the flavours' versions ($MAIN_KUBE_VERSION, $K8S134_KUBE_VERSION) are built here"
+      fi
+      local var=KUBELET_BIN
+      [[ $1 == kubectl ]] && var=KUBECTL_BIN
+      [[ ${2:-} == --print ]] && { echo "$var=$(kube_tool "$1" "$KUBE_VERSION" --print)"; return; }
+      kube_tool "$1" "$KUBE_VERSION"
+      ;;
+    kwok)
+      key=$(kwok_key)
+      [[ ${2:-} == --print ]] && { printf '%s\n' "KWOK_BIN=$(tool_dir "$key")/kwok" "KWOKCTL_BIN=$(tool_dir "$key")/kwokctl"; return; }
+      cached_build "$key" "kwok and kwokctl $KWOK_VERSION" verify_kwok build_kwok
+      ;;
+    kustomize)
+      key=$(go_install_key kustomize "$KUSTOMIZE_VERSION")
+      [[ ${2:-} == --print ]] && { echo "KUSTOMIZE_BIN=$(tool_dir "$key")/kustomize"; return; }
+      cached_build "$key" "kustomize $KUSTOMIZE_VERSION" verify_go_install build_go_install \
+        kustomize sigs.k8s.io/kustomize/kustomize/v5 "$KUSTOMIZE_VERSION"
+      ;;
+    benchstat)
+      key=$(go_install_key benchstat "$BENCHSTAT_VERSION")
+      [[ ${2:-} == --print ]] && { echo "BENCHSTAT_BIN=$(tool_dir "$key")/benchstat"; return; }
+      cached_build "$key" "benchstat $BENCHSTAT_VERSION" verify_go_install build_go_install \
+        benchstat golang.org/x/perf/cmd/benchstat "$BENCHSTAT_VERSION"
+      ;;
+    scheduler)
+      [[ ${2:-} == --print ]] && { echo "SCHEDULER_BIN=$SCHEDULER_BIN"; return; }
+      build_scheduler
+      ;;
+    *) die "unknown tool $1 (etcd kube-apiserver kube-controller-manager kwok kubelet kubectl kustomize benchstat scheduler)" ;;
+  esac
 }
 
 build_scheduler() {
@@ -170,27 +291,54 @@ build_scheduler() {
   fi
   local start
   start=$(date +%s)
-  log "building bin/archfilter-scheduler (make build; incremental)"
-  (cd "$ROOT" && $NICE make --no-print-directory build >/dev/null)
+  progress_step "building bin/archfilter-scheduler (make build-main; incremental)"
+  (cd "$ROOT" && $NICE make --no-print-directory build-main >/dev/null)
   info "scheduler ready in $(since "$start")"
 }
 
-main() {
-  local start
-  start=$(date +%s)
-  mkdir -p "$TOOLS_DIR"
-  # Sequential on purpose: each link needs ~2 GB and both cores.
-  build_etcd
-  build_kube kube-apiserver "$KUBE_VERSION" "$APISERVER_BIN"
-  build_kube kube-controller-manager "$KCM_VERSION" "$KCM_BIN"
-  build_kwok
-  build_scheduler
-  log "tools ready in $(since "$start") (cache: $TOOLS_DIR)"
+# missing TOOL...: how many of these would be built (for the [i/n] progress).
+missing() {
+  local n=0 t p
+  for t in "$@"; do
+    if [[ $t == scheduler ]]; then
+      [[ -n ${ARCHFILTER_SCHEDULER_BINARY:-} ]] || n=$((n + 1))
+      continue
+    fi
+    for p in $(tool "$t" --print | cut -d= -f2-); do
+      if ! tool_cached "$(dirname "$p")"; then
+        n=$((n + 1))
+        break
+      fi
+    done
+  done
+  echo "$n"
 }
 
-if [[ ${1:-} == --print ]]; then
-  printf '%s\n' "ETCD_BIN=$ETCD_BIN" "APISERVER_BIN=$APISERVER_BIN" "KCM_BIN=$KCM_BIN" \
-    "KWOK_BIN=$KWOK_BIN" "KWOKCTL_BIN=$KWOKCTL_BIN" "SCHEDULER_BIN=$SCHEDULER_BIN"
-else
-  main
-fi
+main() {
+  local start tools=("$@")
+  start=$(date +%s)
+  ((${#tools[@]})) || tools=(etcd kube-apiserver kube-controller-manager kwok scheduler)
+  progress_plan "$(missing "${tools[@]}")"
+  # One at a time on purpose: each link needs ~2 GB and both cores.
+  local t
+  for t in "${tools[@]}"; do
+    tool "$t"
+  done
+  [[ $_PROGRESS_TOTAL -eq 0 ]] || log "tools ready in $(since "$start") (cache: $ARCHFILTER_TOOLS_CACHE)"
+}
+
+case ${1:-} in
+  --print)
+    shift
+    (($#)) || set -- etcd kube-apiserver kube-controller-manager kwok kubelet kubectl kustomize benchstat scheduler
+    for t in "$@"; do
+      # kubelet and kubectl exist for the flavours' versions only.
+      if [[ $t == kubelet || $t == kubectl ]] && [[ $KUBE_VERSION != "$MAIN_KUBE_VERSION" && $KUBE_VERSION != "$K8S134_KUBE_VERSION" ]]; then
+        continue
+      fi
+      tool "$t" --print
+    done
+    ;;
+  --clean) clean_tools ;;
+  *) main "$@" ;;
+esac

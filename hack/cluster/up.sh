@@ -37,14 +37,15 @@ done
 
 start=$(date +%s)
 "$ROOT/hack/cluster/tools.sh"
+eval "$("$ROOT/hack/cluster/tools.sh" --print etcd kube-apiserver kube-controller-manager kwok)"
 
 KUBECONFIG_OUT=$ARCHFILTER_CACHE/$CLUSTER_NAME.kubeconfig
 STATE=$KWOK_WORKDIR/clusters/$CLUSTER_NAME
 SPEC_FILE=$KWOK_WORKDIR/$CLUSTER_NAME.spec
-DEMO_BIN=$TOOLS_DIR/archfilter-demo
+DEMO_BIN=$LOCAL_BIN/archfilter-demo
 
 # Everything that, when changed, requires a new cluster.
-spec=$(printf '%s\n' "kube=$KUBE_VERSION" "kcm=$KCM_VERSION" "kwok=$KWOK_VERSION" "etcd=$ETCD_VERSION" \
+spec=$(printf '%s\n' "kube=$APISERVER_BIN" "kcm=$KCM_BIN" "kwok=$KWOK_BIN" "etcd=$ETCD_BIN" \
   "scheduler=$SCHEDULER_BIN $(stat -c '%s %Y' "$SCHEDULER_BIN")" "no-scheduler=$no_scheduler" \
   "config=${scheduler_config:+$(sha256sum <"$scheduler_config" | cut -c1-16)}" "extra-args=${KWOK_EXTRA_ARGS:-}")
 
@@ -58,6 +59,7 @@ healthy() {
 }
 
 log "building the demo/e2e helper (hack/demo; incremental)"
+mkdir -p "$LOCAL_BIN"
 (cd "$ROOT" && $NICE go build -o "$DEMO_BIN" ./hack/demo)
 
 if healthy; then

@@ -15,16 +15,21 @@ export REGISTRY_SET=demo
 source "$(dirname "${BASH_SOURCE[0]}")/../cluster/lib.sh"
 
 start=$(date +%s)
-DEMO_BIN=$TOOLS_DIR/archfilter-demo
+DEMO_BIN=$LOCAL_BIN/archfilter-demo
 STATE=$ARCHFILTER_CACHE/demo
 mkdir -p "$STATE"
 
+# The scheduler (make build-main) and the cluster's tools, numbered: the first
+# run compiles for a while.
 "$ROOT/hack/cluster/tools.sh"
+export ARCHFILTER_SCHEDULER_BINARY=$SCHEDULER_BIN
+eval "$("$ROOT/hack/cluster/tools.sh" --print kwok)"
 "$ROOT/hack/cluster/registry.sh" up
 eval "$("$ROOT/hack/cluster/registry.sh" env)"
 reg=(--registry "$REGISTRY" --private-registry "$PRIVATE_REGISTRY" --user "$PRIVATE_REGISTRY_USER" --password "$PRIVATE_REGISTRY_PASSWORD")
 
 log "building the demo helper (hack/demo; incremental)"
+mkdir -p "$LOCAL_BIN"
 (cd "$ROOT" && $NICE go build -o "$DEMO_BIN" ./hack/demo)
 
 log "seeding the registries with fixture images (fixed digests: a re-run pushes nothing new)"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `make demo-down`: deletes the demo's KWOK cluster, its registries and state.
-# Cached binaries under .cache/bin stay (rm -rf .cache drops them too).
+# Built tools stay in the tools cache (make clean-tools drops them).
 set -euo pipefail
 export CLUSTER_NAME=${CLUSTER_NAME:-archfilter-demo}
 export REGISTRY_SET=demo

@@ -6,12 +6,13 @@
 # Karpenter needs a newer Go than the project: the toolchain named by the
 # module's `go` line is downloaded from the module proxy (GOTOOLCHAIN).
 #
-# Cached under .cache/bin/karpenter-kwok-<version>/ like hack/cluster/tools.sh's
-# binaries: a second run only checks it exists.
+# Cached in the per-user tools cache (hack/lib/tools-cache.sh) with the
+# module's CRD files beside it, keyed by hack/karpenter/go.mod and go.sum, the
+# toolchain and the build flags: once it is there, neither the toolchain nor
+# the module is needed again.
 # Usage: hack/karpenter/tools.sh [--print]
 #   --print  KARPENTER_BIN=… and KARPENTER_CRDS=… (the CRD files: NodePool,
-#            NodeClaim, NodeOverlay, CapacityBuffer, KWOKNodeClass, from the
-#            module's directory in the module cache), nothing built
+#            NodeClaim, NodeOverlay, CapacityBuffer, KWOKNodeClass), nothing built
 set -euo pipefail
 # shellcheck source=hack/cluster/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../cluster/lib.sh"
@@ -20,32 +21,36 @@ MOD_DIR=$ROOT/hack/karpenter
 KARPENTER_VERSION=$(awk '$1 == "sigs.k8s.io/karpenter" {print $2; exit}' "$MOD_DIR/go.mod")
 [[ -n $KARPENTER_VERSION ]] || KARPENTER_VERSION=$(awk '$1 == "require" && $2 == "sigs.k8s.io/karpenter" {print $3; exit}' "$MOD_DIR/go.mod")
 KARPENTER_GO=go$(awk '$1 == "go" {print $2; exit}' "$MOD_DIR/go.mod")
-KARPENTER_BIN=$TOOLS_DIR/karpenter-kwok-$KARPENTER_VERSION/karpenter-kwok
 
 karpenter_go() { (cd "$MOD_DIR" && GOTOOLCHAIN=$KARPENTER_GO GOFLAGS=-mod=readonly go "$@"); }
 
-crds() {
-  local dir
-  dir=$(karpenter_go list -m -f '{{.Dir}}' sigs.k8s.io/karpenter) || die "sigs.k8s.io/karpenter $KARPENTER_VERSION: not in the module cache and not served"
-  [[ -d $dir ]] || karpenter_go mod download sigs.k8s.io/karpenter
-  ls "$dir"/kwok/charts/crds/*.yaml "$dir"/kwok/apis/crds/*.yaml | paste -sd, -
-}
-
+# build OUT: the provider, and the CRDs from the module's directory in the module cache.
 build() {
-  [[ -x $KARPENTER_BIN ]] && return
-  local start
-  start=$(date +%s)
-  log "building Karpenter's KWOK provider $KARPENTER_VERSION with $KARPENTER_GO (once; a few minutes cold)"
-  mkdir -p "$(dirname "$KARPENTER_BIN")"
+  local out=$1 dir
   # shellcheck disable=SC2086
   (cd "$MOD_DIR" && GOTOOLCHAIN=$KARPENTER_GO GOFLAGS=-mod=readonly CGO_ENABLED=0 $NICE go build -trimpath \
-    -ldflags '-s -w' -o "$KARPENTER_BIN.tmp" sigs.k8s.io/karpenter/kwok)
-  mv "$KARPENTER_BIN.tmp" "$KARPENTER_BIN"
-  info "Karpenter's KWOK provider built in $(since "$start")"
+    -ldflags '-s -w' -o "$out/karpenter-kwok" sigs.k8s.io/karpenter/kwok)
+  dir=$(karpenter_go list -m -f '{{.Dir}}' sigs.k8s.io/karpenter)
+  [[ -d $dir ]] || die "sigs.k8s.io/karpenter $KARPENTER_VERSION: not in the module cache"
+  mkdir -p "$out/crds"
+  cp "$dir"/kwok/charts/crds/*.yaml "$dir"/kwok/apis/crds/*.yaml "$out/crds/"
+}
+# verify OUT: Go's build information says which Karpenter and which toolchain;
+# --help runs the binary without a cluster.
+verify() {
+  local out=$1
+  expect_version "$out/karpenter-kwok" "	sigs.k8s.io/karpenter	$KARPENTER_VERSION" go version -m "$out/karpenter-kwok" &&
+    expect_version "$out/karpenter-kwok" "$KARPENTER_GO" go version "$out/karpenter-kwok" &&
+    expect_help "$out/karpenter-kwok" "Usage" --help &&
+    compgen -G "$out/crds/*.yaml" >/dev/null
 }
 
+KEY=$(tool_key karpenter-kwok "$KARPENTER_VERSION" "toolchain=$KARPENTER_GO" "$(go_key)" \
+  "$(files_key "$MOD_DIR/go.mod" "$MOD_DIR/go.sum")" "$(declare -f build)")
+DIR=$(tool_dir "$KEY")
+
 if [[ ${1:-} == --print ]]; then
-  printf '%s\n' "KARPENTER_BIN=$KARPENTER_BIN" "KARPENTER_CRDS=$(crds)"
+  printf '%s\n' "KARPENTER_BIN=$DIR/karpenter-kwok" "KARPENTER_CRDS=$(find "$DIR/crds" -name '*.yaml' 2>/dev/null | sort | paste -sd, -)"
 else
-  build
+  cached_build "$KEY" "Karpenter's KWOK provider $KARPENTER_VERSION with $KARPENTER_GO" verify build
 fi

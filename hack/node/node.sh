@@ -8,7 +8,7 @@
 #   hack/node/node.sh down      every process stopped, every mount gone, state removed
 #   hack/node/node.sh exec CMD  run CMD inside the run's network namespace
 #   hack/node/node.sh env       settings as shell assignments
-#   hack/node/node.sh kubectl   build kubectl (once) and print its path
+#   hack/node/node.sh kubectl   build kubectl (once, tools cache) and print its path
 #
 # Isolation: everything this starts (etcd, kube-apiserver, controller
 # manager, scheduler, kwok, registries, containerd, kubelet, pods) runs in
@@ -40,8 +40,9 @@ NETNS=${NETNS:-af-node-$(sha256sum <<<"$ARCHFILTER_CACHE/$CLUSTER_NAME" | cut -c
 NODE_NAME=${NODE_NAME:-real-linux-amd64}
 POD_SUBNET=${POD_SUBNET:-10.213.1.0/24}
 DIR=$ARCHFILTER_CACHE/node/$CLUSTER_NAME
-KUBELET_BIN=$TOOLS_DIR/kube-$KUBE_VERSION/kubelet
-KUBECTL_BIN=$TOOLS_DIR/kube-$KUBE_VERSION/kubectl
+# kubelet and kubectl $KUBE_VERSION: built once into the tools cache by
+# hack/cluster/tools.sh, like the control plane.
+eval "$("$ROOT/hack/cluster/tools.sh" --print kubelet kubectl)"
 KUBECONFIG_OUT=$ARCHFILTER_CACHE/$CLUSTER_NAME.kubeconfig
 CGROUP_ROOT=/$NETNS
 SOCK=$DIR/containerd/containerd.sock
@@ -73,40 +74,6 @@ packages() {
   DEBIAN_FRONTEND=noninteractive apt-get update -qq
   # No service starts: this machine has no systemd, and the node runs its own containerd.
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
-}
-
-# build_node_tools builds kubelet and kubectl $KUBE_VERSION (once), like
-# tools.sh builds the control plane. They need modules the project's go.sum
-# does not list, so they are built with a copy of the flavour's module file
-# under .cache/src.
-build_node_tools() {
-  build_kube_cmd kubelet "$KUBELET_BIN"
-  build_kube_cmd kubectl "$KUBECTL_BIN"
-}
-
-build_kube_cmd() { # build_kube_cmd NAME OUT
-  local cmd=$1 out=$2
-  [[ -x $out ]] && return
-  local start src modfile=go.mod v=${KUBE_VERSION#v}
-  start=$(date +%s)
-  if [[ $KUBE_VERSION == "$K8S134_KUBE_VERSION" ]]; then
-    modfile=go.k8s1.34.mod
-  elif [[ $KUBE_VERSION != "$MAIN_KUBE_VERSION" ]]; then
-    die "kubelet $KUBE_VERSION: only the flavours' versions ($MAIN_KUBE_VERSION, $K8S134_KUBE_VERSION) are built here"
-  fi
-  src=$ARCHFILTER_CACHE/src/node-$KUBE_VERSION
-  mkdir -p "$src" "$(dirname "$out")"
-  if [[ ! -f $src/go.sum ]]; then
-    cp "$ROOT/$modfile" "$src/go.mod"
-    cp "$ROOT/${modfile%.mod}.sum" "$src/go.sum"
-  fi
-  log "building $cmd $KUBE_VERSION (once; a few minutes, ~2 GB RAM)"
-  local cv=k8s.io/component-base/version
-  (cd "$ROOT" && CGO_ENABLED=0 $NICE go build -modfile="$src/go.mod" -mod=mod -trimpath \
-    -ldflags "-s -w -X $cv.gitVersion=$KUBE_VERSION -X $cv.gitMajor=${v%%.*} -X $cv.gitMinor=$(cut -d. -f2 <<<"$v") -X $cv.gitTreeState=clean -X $cv.buildDate=1970-01-01T00:00:00Z" \
-    -o "$out.tmp" "k8s.io/kubernetes/cmd/$cmd")
-  mv "$out.tmp" "$out"
-  info "$cmd built in $(since "$start")"
 }
 
 netns_up() {
@@ -326,8 +293,7 @@ up() {
   local start
   start=$(date +%s)
   packages
-  "$ROOT/hack/cluster/tools.sh"
-  build_node_tools
+  "$ROOT/hack/cluster/tools.sh" etcd kube-apiserver kube-controller-manager kwok scheduler kubelet kubectl
   down
   mkdir -p "$DIR/logs"
   netns_up
@@ -349,7 +315,7 @@ case ${1:-} in
   down) down; log "node $NODE_NAME, cluster $CLUSTER_NAME and network namespace $NETNS removed" ;;
   exec) shift; in_netns "$@" ;;
   env) print_env ;;
-  kubectl) build_kube_cmd kubectl "$KUBECTL_BIN"; echo "$KUBECTL_BIN" ;;
+  kubectl) "$ROOT/hack/cluster/tools.sh" kubectl; echo "$KUBECTL_BIN" ;;
   __supervise) supervisor ;;
   *) die "usage: $0 up|down|exec CMD...|env" ;;
 esac

@@ -41,13 +41,14 @@ import (
 
 	"github.com/archfilter/archfilter/test/e2e/framework"
 	"github.com/archfilter/archfilter/test/manifests"
+	"github.com/archfilter/archfilter/test/toolscache"
 )
 
 // The deployable manifests, rendered by kustomize itself: the version
 // kubectl v1.34 embeds (`kubectl apply -k`), taken from this module graph and
-// built once into .cache/bin/kustomize-<version>/ (~30 s). The unit tests in
-// cmd/scheduler check the files; these check what kustomize makes of them and
-// what an API server says about it.
+// built once into the per-user tools cache (hack/cluster/tools.sh kustomize,
+// ~30 s). The unit tests in cmd/scheduler check the files; these check what
+// kustomize makes of them and what an API server says about it.
 
 var kustomizeBuild struct {
 	sync.Once
@@ -55,7 +56,7 @@ var kustomizeBuild struct {
 	err  error
 }
 
-// kustomize returns the kustomize binary ($KUSTOMIZE, or the cached build).
+// kustomize returns the kustomize binary ($KUSTOMIZE, or the tools cache's).
 // Without a cluster it builds it only when asked (E2E_MANIFESTS=1, as `make
 // manifests-check` does), so `go test ./...` stays offline.
 func kustomize(t *testing.T) string {
@@ -65,47 +66,18 @@ func kustomize(t *testing.T) string {
 	}
 	kustomizeBuild.Do(func() {
 		root := framework.RepoRoot()
-		list := exec.Command("go", "list", "-m", "-f", "{{.Version}}", "sigs.k8s.io/kustomize/kustomize/v5")
-		list.Dir = root
-		out, err := list.Output()
-		if err != nil {
-			kustomizeBuild.err = fmt.Errorf("kustomize's version in the module graph: %w", err)
-			return
-		}
-		version := strings.TrimSpace(string(out))
-		dir := filepath.Join(root, ".cache", "bin", "kustomize-"+version)
-		kustomizeBuild.path = filepath.Join(dir, "kustomize")
-		if _, err := os.Stat(kustomizeBuild.path); err == nil {
+		if p, ok := toolscache.Built(root, "kustomize"); ok {
+			kustomizeBuild.path = p
 			return
 		}
 		if env == nil && os.Getenv("E2E_MANIFESTS") == "" {
 			kustomizeBuild.err = errSkip
 			return
 		}
-		fmt.Fprintf(os.Stderr, "e2e: building kustomize %s into %s (once)\n", version, dir)
-		tmp := dir + ".tmp"
-		_ = os.RemoveAll(tmp)
-		args := []string{"go", "install", "-trimpath", "-ldflags=-s -w", "sigs.k8s.io/kustomize/kustomize/v5@" + version}
-		if nice, err := exec.LookPath("nice"); err == nil {
-			args = append([]string{nice, "-n", "10"}, args...)
-		}
-		cmd := exec.Command(args[0], args[1:]...)
-		// `go install pkg@version` ignores this module's go.mod.
-		cmd.Dir = filepath.Join(root, ".cache")
-		cmd.Env = append(os.Environ(), "GOBIN="+tmp, "GOFLAGS=", "CGO_ENABLED=0")
-		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-		if err := os.MkdirAll(cmd.Dir, 0o755); err != nil {
-			kustomizeBuild.err = err
-			return
-		}
-		if err := cmd.Run(); err != nil {
-			kustomizeBuild.err = fmt.Errorf("building kustomize %s (Go module proxy reachable?): %w", version, err)
-			return
-		}
-		kustomizeBuild.err = os.Rename(tmp, dir)
+		kustomizeBuild.path, kustomizeBuild.err = toolscache.Build(root, "kustomize")
 	})
 	if kustomizeBuild.err == errSkip {
-		t.Skipf("kustomize is not built (%s): `make manifests-check` or `make e2e` builds it", kustomizeBuild.path)
+		t.Skip("kustomize is not built: `make manifests-check` or `make e2e` builds it (hack/cluster/tools.sh kustomize)")
 	}
 	if kustomizeBuild.err != nil {
 		t.Fatal(kustomizeBuild.err)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -16,6 +15,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/archfilter/archfilter/test/toolscache"
 )
 
 // deployImage is the IMAGE make deploy is given in these tests.
@@ -25,9 +26,13 @@ const deployImage = "registry.example.com/archfilter/archfilter-scheduler"
 // make deploy's script (hack/deploy/deploy.sh ACTION) for overlay against it.
 func deployScript(t *testing.T, overlay string) (kubernetes.Interface, func(action string, env ...string) (string, error)) {
 	kubeconfig, restConfig := cluster(t)
-	kubectl := "kubectl"
-	if found, _ := filepath.Glob(repoPath(".cache/bin/kube-v1.36.5/kubectl")); len(found) == 1 {
-		kubectl = found[0]
+	// The main line's kubectl from the tools cache (make test-chart builds it), else PATH's.
+	kubectl := os.Getenv("KUBECTL")
+	if kubectl == "" {
+		kubectl = "kubectl"
+		if p, ok := toolscache.Built(repoRoot(), "kubectl"); ok {
+			kubectl = p
+		}
 	}
 	cache := t.TempDir()
 	return kubernetes.NewForConfigOrDie(restConfig), func(action string, env ...string) (string, error) {

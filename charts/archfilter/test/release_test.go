@@ -12,21 +12,22 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/archfilter/archfilter/test/manifests/objects"
+	"github.com/archfilter/archfilter/test/toolscache"
 )
 
 // kustomizeCommand is what hack/deploy/lib.sh renders with: the kustomize the
-// manifest tests build (.cache/bin), else kubectl's.
+// manifest tests build (the tools cache; make test-chart builds it too), else
+// kubectl's.
 func kustomizeCommand(t *testing.T) string {
 	t.Helper()
 	if k := os.Getenv("KUSTOMIZE"); k != "" {
 		return k
 	}
-	found, _ := filepath.Glob(repoPath(".cache/bin/kustomize-*/kustomize"))
-	if len(found) > 0 {
-		return found[len(found)-1] + " build"
+	if p, ok := toolscache.Built(repoRoot(), "kustomize"); ok {
+		return p + " build"
 	}
 	if _, err := exec.LookPath("kubectl"); err != nil {
-		t.Fatal("no kustomize: make manifests-check builds it into .cache/bin, or install kubectl")
+		t.Fatal("no kustomize: hack/cluster/tools.sh kustomize builds it into the tools cache, or install kubectl")
 	}
 	return "kubectl kustomize"
 }

@@ -127,9 +127,17 @@ release: ## VERSION=vX.Y.Z IMAGE=registry/name: the images (make image: both fla
 
 ##@ Test
 
+# What make test runs, in this order: each is a stage of the table it prints
+# at the end (hack/stage.sh: wall time, CPU, result, tools cached or built).
+TEST_STAGES    := test-unit-main test-unit-k8s1.34 verify test-race test-integration test-chart \
+	e2e e2e-node e2e-karpenter test-readme bench-smoke
+
+# Every stage runs, even after one fails; the table is printed either way and
+# make test fails if a stage did. TRIMPATH is dropped so the binaries reuse
+# what the tests compiled.
 .PHONY: test
-test: TRIMPATH :=
-test: test-unit verify test-race test-integration test-chart e2e e2e-node e2e-karpenter test-readme bench-smoke ## What CI runs: unit tests, verify, the race detector, integration (in-process control plane, real binaries), the Helm chart, e2e on local KWOK clusters and on a real node, Karpenter creating nodes (mode off and on), README's commands, benchmark smoke.
+test: ## What CI runs: unit tests, verify, the race detector, integration (in-process control plane, real binaries), the Helm chart, e2e on local KWOK clusters and on a real node, Karpenter creating nodes (mode off and on), README's commands, benchmark smoke; then a table of what each stage cost.
+	@MAKE="$(MAKE)" hack/stage.sh all $(TEST_STAGES) -- TRIMPATH=
 
 UNIT_PKGS      := ./apis/... ./cmd/... ./internal/... ./pkg/... ./hack/image/...
 # The benchmark report's parsing, targets and smoke gates; not test/perf itself,
@@ -141,11 +149,15 @@ UNIT_PKGS      += ./test/perf/cycle/
 # README.md's shell blocks each say whether test-readme runs them.
 UNIT_PKGS      += ./test/readme/...
 
-.PHONY: test-unit
-test-unit: ## Unit tests of both flavours (no network, no control plane).
+.PHONY: test-unit test-unit-main test-unit-k8s1.34
+test-unit: test-unit-main test-unit-k8s1.34 ## Unit tests of both flavours (no network, no control plane).
+
+test-unit-main: ## Unit tests of the main line.
 	# test/perf's own tests (its scheduler_perf configuration) on the main line,
 	# whose scheduler_perf make bench runs.
 	$(GO) test $(GOTESTFLAGS) $(UNIT_PKGS) ./test/perf/
+
+test-unit-k8s1.34: ## Unit tests of the k8s1.34 flavour.
 	# ./cmd/... does not match cmd/scheduler-plugins (go.mod ignores it): name it.
 	$(GO) test $(K8S134_GOFLAGS) $(GOTESTFLAGS) $(UNIT_PKGS) ./cmd/scheduler-plugins
 
@@ -178,13 +190,14 @@ CHART_CLUSTER  := archfilter-chart
 .PHONY: test-chart
 test-chart: build-main build-placement ## The Helm chart (charts/archfilter/test): lint, render, schema, alert rules (promtool), install/upgrade/uninstall on a local KWOK cluster.
 	hack/install-test-deps.sh
+	hack/cluster/tools.sh kubectl kustomize
 	@set +o errexit; \
 	kubeconfig=$$(CLUSTER_NAME=$(CHART_CLUSTER) ARCHFILTER_SCHEDULER_BINARY=$(abspath $(BINARY)) hack/cluster/up.sh) || exit 1; \
 	(cd $(CHART_TEST_DIR) && ARCHFILTER_CHART_KUBECONFIG=$$kubeconfig $(GO) test $(GOTESTFLAGS) -count=1 ./...); rc=$$?; \
 	CLUSTER_NAME=$(CHART_CLUSTER) hack/cluster/down.sh; exit $$rc
 
 .PHONY: manifests-check
-manifests-check: ## Check manifests/ (base, overlays) and render each overlay with kustomize (built once into .cache/bin).
+manifests-check: ## Check manifests/ (base, overlays) and render each overlay with kustomize (built once into the tools cache).
 	E2E_MANIFESTS=1 $(GO) test $(GOTESTFLAGS) -count=1 -run 'TestManifests' ./cmd/scheduler/ ./test/e2e/
 
 ##@ Code
@@ -201,19 +214,28 @@ verify: ## gofmt, go vet, go mod tidy and codegen must leave no diff.
 clean: ## Remove build output.
 	rm -rf $(BIN_DIR)
 
+.PHONY: clean-tools
+clean-tools: ## Remove every tool built into the per-user tools cache (ARCHFILTER_TOOLS_CACHE, default ~/.cache/archfilter; docs/development.md).
+	hack/cluster/tools.sh --clean
+
 ##@ Local clusters: demo and e2e (hack/cluster, hack/demo, test/e2e)
-# Everything is built from the Go module proxy and cached under .cache/
-# (etcd, kube-apiserver, kube-controller-manager, kwok, kwokctl).
+# Everything is built from the Go module proxy, once per user: etcd,
+# kube-apiserver, kube-controller-manager, kwok, kwokctl (and kubelet, kubectl,
+# kustomize, Karpenter's provider) live in the tools cache,
+# ${ARCHFILTER_TOOLS_CACHE:-~/.cache/archfilter}; clusters and registries
+# under .cache/ in the clone.
 
 E2E_TIMEOUT    ?= 30m
 
 .PHONY: tools
-tools: build-main ## Build (once, cached in .cache/bin) etcd, kube-apiserver, kube-controller-manager, kwok, kwokctl.
-	ARCHFILTER_SCHEDULER_BINARY=$(abspath $(BINARY)) hack/cluster/tools.sh
+tools: ## Build bin/archfilter-scheduler and (once, into the tools cache) etcd, kube-apiserver, kube-controller-manager, kwok, kwokctl.
+	hack/cluster/tools.sh
 
+# demo.sh builds bin/archfilter-scheduler (make build-main) as the first of
+# its numbered build steps.
 .PHONY: demo
-demo: build-main ## Local KWOK cluster + registries; archfilter as secondary, then as default scheduler.
-	ARCHFILTER_SCHEDULER_BINARY=$(abspath $(BINARY)) hack/demo/demo.sh
+demo: ## Local KWOK cluster + registries; archfilter as secondary, then as default scheduler.
+	hack/demo/demo.sh
 
 .PHONY: demo-down
 demo-down: ## Remove the demo's cluster, registries and state (binaries stay cached).

@@ -37,8 +37,10 @@ for cell in "$@"; do
   log_file=$out_dir/$flavour-apiserver-$apiserver.log
   log "e2e cell: $flavour scheduler $scheduler, kube-apiserver $apiserver, kube-controller-manager $kcm (log $log_file)"
   start=$(date +%s)
+  # Under make test, each cell is a row of the stage table (hack/stage.sh).
   # shellcheck disable=SC2086 # GOTESTFLAGS is a list of flags
   (cd "$ROOT" && E2E_PROVIDER=kwok ARCHFILTER_SCHEDULER_BINARY=$bin KUBE_VERSION=$apiserver KCM_VERSION=$kcm \
+    hack/stage.sh run "$flavour x apiserver $apiserver" -- \
     go test "${goflags[@]}" ${GOTESTFLAGS:-} -count=1 -timeout "${E2E_TIMEOUT:-30m}" -v ./test/e2e/... 2>&1 | tee "$log_file")
   rc=$?
   result=passed

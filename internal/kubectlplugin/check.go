@@ -10,6 +10,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
+	"github.com/archfilter/archfilter/pkg/decision"
 	"github.com/archfilter/archfilter/pkg/placement"
 	"github.com/archfilter/archfilter/pkg/platform"
 	"github.com/archfilter/archfilter/pkg/podplatform"
@@ -24,6 +25,9 @@ type workloadImage struct {
 	Digest    string                    `json:"digest,omitempty"`
 	setView
 	Error string `json:"error,omitempty"`
+	// NotRead says why the image was not read from its registry: archfilter
+	// does not read it either (the pod declares its platforms, or is not in scope).
+	NotRead string `json:"notRead,omitempty"`
 
 	set platform.Set
 }
@@ -34,9 +38,12 @@ type workloadView struct {
 	Kind      string `json:"kind"`
 	Namespace string `json:"namespace,omitempty"`
 	Name      string `json:"name"`
-	// Platforms are those every image runs on, within the workload's own os/arch
-	// constraints.
+	// Platforms are those every image runs on (or the pod declares), within the
+	// workload's own os/arch constraints; any when archfilter leaves it alone
+	// without reading its images.
 	Platforms setView `json:"platforms"`
+	// Decision is what archfilter decides for the workload's pods.
+	Decision decisionView `json:"decision"`
 	// Blocking says what leaves no platform: the image that empties the intersection of
 	// the images before it, or the workload's own constraints.
 	Blocking string `json:"blocking,omitempty"`
@@ -47,6 +54,7 @@ type workloadView struct {
 	Failed      bool            `json:"failed"`
 
 	allowed platform.Set
+	judged  judgement
 }
 
 type checkOptions struct {
@@ -55,6 +63,7 @@ type checkOptions struct {
 	emitAffinity bool
 	output       string
 	reg          registryFlags
+	dec          decisionFlags
 }
 
 func newCheckCommand(kube *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
@@ -65,8 +74,15 @@ func newCheckCommand(kube *genericclioptions.ConfigFlags, streams genericiooptio
 		Long: `Read Pods, Deployments, StatefulSets, DaemonSets, ReplicaSets, Jobs and CronJobs
 (multi-document YAML or JSON, v1 Lists included) from files, directories or stdin,
 resolve every image of each pod template and print the platforms the workload can
-run on: those all its images share, within its own nodeSelector, spec.os and
-required node affinity. Other known kinds are skipped.
+run on: those all its images share (or its archfilter.io/platforms annotation
+declares), within its own nodeSelector, spec.os and required node affinity, and
+what archfilter decides for it under --args (the settings the cluster runs with):
+a workload archfilter leaves alone (archfilter.io/skip, an excluded namespace, a
+namespace the namespaceSelector does not select, a DaemonSet pod under
+daemonSetPolicy Skip) is said so, and its images are not resolved, as archfilter
+does not resolve them (DaemonSet pods' are, as the scheduler warns by them).
+With a namespaceSelector, namespaces' labels are read from the cluster of the
+kubeconfig. Other known kinds are skipped.
 
 Exit status: 2 when a file or document could not be read (unknown kind, malformed) or
 an image could not be resolved (each is named, the other workloads are still checked),
@@ -83,6 +99,7 @@ else 1 when a workload's images share no platform, or a workload cannot run on o
 	cmd.Flags().StringVar(&o.platforms, "platforms", "", "comma-separated os/arch[/variant] every workload must run on, e.g. linux/amd64,linux/arm64")
 	cmd.Flags().BoolVar(&o.emitAffinity, "emit-affinity", false, "print the node affinity that pins each workload to its platforms")
 	o.reg.add(cmd)
+	o.dec.add(cmd)
 	addOutputFlag(cmd, &o.output, outputTable, outputJSON, outputYAML)
 	_ = cmd.MarkFlagRequired("filename")
 	return cmd
@@ -100,9 +117,18 @@ func (o *checkOptions) run(ctx context.Context, kube *genericclioptions.ConfigFl
 		}
 		required = set.Platforms()
 	}
-	compat, err := o.reg.compat()
+	settings, args, err := o.dec.load()
 	if err != nil {
-		return &ExitError{Code: ExitInputError, Msg: err.Error()}
+		return err
+	}
+	o.reg.args = args
+	dc := &decider{settings: settings}
+	if settings.NamespaceSelector != nil {
+		client, _, err := clusterClient(kube)
+		if err != nil {
+			return &ExitError{Code: ExitInputError, Msg: fmt.Sprintf("--args %s has a namespaceSelector, which needs the namespaces' labels from the cluster: %v", o.dec.argsFile, err)}
+		}
+		dc.namespaces = clusterNamespaces(ctx, client)
 	}
 	workloads, inputErrs := readWorkloads(o.files, streams.In)
 	for _, e := range inputErrs {
@@ -115,11 +141,11 @@ func (o *checkOptions) run(ctx context.Context, kube *genericclioptions.ConfigFl
 	for _, p := range s.problems {
 		writeLine(streams.ErrOut, "warning: credentials: %s", p)
 	}
-	results := resolveWorkloadImages(ctx, s, workloads)
+	results := resolveAll(ctx, s, dc.images(workloads))
 	views := make([]workloadView, len(workloads))
 	failed, unresolved := 0, 0
 	for i, w := range workloads {
-		views[i] = evaluate(w, results, compat, required, o.emitAffinity)
+		views[i] = evaluate(w, results, dc, required, o.emitAffinity)
 		switch {
 		case len(views[i].unresolved()) > 0:
 			unresolved++
@@ -146,37 +172,30 @@ func (o *checkOptions) run(ctx context.Context, kube *genericclioptions.ConfigFl
 	return nil
 }
 
-// resolveWorkloadImages resolves every distinct image of the workloads once.
-func resolveWorkloadImages(ctx context.Context, s *session, ws []workload) map[string]resolver.Result {
-	var images []string
-	seen := map[string]bool{}
-	for _, w := range ws {
-		for _, ref := range podplatform.Images(w.Pod) {
-			if !seen[ref] {
-				seen[ref] = true
-				images = append(images, ref)
-			}
-		}
-	}
-	return resolveAll(ctx, s, images)
-}
-
-// evaluate intersects the platforms of w's images, in spec order, and names the image that
-// leaves none: it is listed first.
-func evaluate(w workload, results map[string]resolver.Result, compat platform.Compat, required []platform.Platform, emitAffinity bool) workloadView {
-	v := workloadView{Source: w.Source, Kind: w.Kind, Namespace: w.Pod.Namespace, Name: w.Pod.Name, Images: []workloadImage{}}
+// evaluate judges w as archfilter does (package decision) and intersects the
+// platforms of its images, in spec order, naming the image that leaves none: it is
+// listed first.
+func evaluate(w workload, results map[string]resolver.Result, dc *decider, required []platform.Platform, emitAffinity bool) workloadView {
+	j := dc.judge(w.Pod, results)
+	v := workloadView{Source: w.Source, Kind: w.Kind, Namespace: w.Pod.Namespace, Name: w.Pod.Name, Images: []workloadImage{}, Decision: dc.view(w.Pod, &j), judged: j}
 	common := platform.Any()
 	blocking := -1
 	var resolveErrs []string
 	podplatform.ForEachImage(w.Pod, func(img podplatform.Image) bool {
+		wi := workloadImage{Kind: img.Kind, Container: img.Name, Image: img.Reference}
+		if !j.read {
+			wi.NotRead = notRead(&j)
+			v.Images = append(v.Images, wi)
+			return true
+		}
 		res := results[img.Reference]
-		wi := workloadImage{Kind: img.Kind, Container: img.Name, Image: img.Reference, Digest: res.Digest}
+		wi.Digest = res.Digest
 		if res.Err != nil {
 			wi.Error = res.Err.Error()
 			resolveErrs = append(resolveErrs, img.Reference)
 		} else {
 			wi.setView, wi.set = viewOf(res.Platforms), res.Platforms
-			next := common.Intersect(compat.Expand(res.Platforms))
+			next := common.Intersect(dc.settings.Compat.Expand(res.Platforms))
 			if blocking < 0 && next.IsEmpty() {
 				blocking = len(v.Images)
 				v.Blocking = fmt.Sprintf("%s runs on %s only; the images before it on %s",
@@ -191,10 +210,15 @@ func evaluate(w workload, results map[string]resolver.Result, compat platform.Co
 		b := v.Images[blocking]
 		v.Images = append([]workloadImage{b}, append(v.Images[:blocking:blocking], v.Images[blocking+1:]...)...)
 	}
-	own := podplatform.OwnConstraintOf(w.Pod)
-	allowed := own.Restrict(common)
-	if v.Blocking == "" && allowed.IsEmpty() {
-		v.Blocking = fmt.Sprintf("its own os/arch constraints (spec.os, nodeSelector, required node affinity) allow none of %s", setString(common))
+	allowed := platform.Any()
+	if j.skip == "" || j.skip.ReadsImages() {
+		allowed = j.d.Platforms
+		if r := j.d.Rejection; r != nil {
+			allowed = platform.NewSet()
+			if v.Blocking == "" {
+				v.Blocking = r.Message
+			}
+		}
 	}
 	v.Platforms, v.allowed = viewOf(allowed), allowed
 	for _, p := range required {
@@ -212,6 +236,14 @@ func evaluate(w workload, results map[string]resolver.Result, compat platform.Co
 		}
 	}
 	return v
+}
+
+// notRead says why archfilter does not read a pod's images.
+func notRead(j *judgement) string {
+	if j.skip != "" {
+		return "not in archfilter's scope: " + string(j.skip)
+	}
+	return "platforms declared by " + string(decision.SourceAnnotation)
 }
 
 func printWorkloads(streams genericiooptions.IOStreams, format outputFormat, views []workloadView, emitAffinity bool) error {
@@ -279,13 +311,21 @@ func checkResult(v workloadView) string {
 	for _, img := range v.unresolved() {
 		errs = append(errs, img.Image)
 	}
+	// A DaemonSet pod under daemonSetPolicy Skip is not filtered: where its
+	// images do not run, its pods fail.
+	unfiltered := ""
+	if v.Decision.Skipped != "" {
+		unfiltered = " (not filtered: " + v.Decision.Skipped + ")"
+	}
 	switch {
 	case len(errs) > 0:
-		return "FAIL: cannot resolve " + strings.Join(errs, ", ")
+		return "FAIL: cannot resolve " + strings.Join(errs, ", ") + unfiltered
 	case v.Blocking != "":
-		return "FAIL: no common platform: " + v.Blocking
+		return "FAIL: no common platform: " + v.Blocking + unfiltered
 	case len(v.Unsupported) > 0:
-		return "FAIL: cannot run on " + strings.Join(v.Unsupported, ",")
+		return "FAIL: cannot run on " + strings.Join(v.Unsupported, ",") + unfiltered
+	case v.Decision.Skipped != "":
+		return "ok: not constrained by archfilter: " + v.Decision.Skipped
 	}
 	return "ok"
 }

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/archfilter/archfilter/internal/registrytest"
+	"github.com/archfilter/archfilter/pkg/decision"
 	"github.com/archfilter/archfilter/pkg/platform"
 )
 
@@ -101,7 +102,7 @@ spec:
 	if !b.Failed || b.Images[0].Container != "app" || !strings.Contains(b.Blocking, fx.multiRef) {
 		t.Errorf("blocked: want failed, image of container app named first and in Blocking; got %+v", b)
 	}
-	if p := got.Workloads[3]; !p.Failed || !strings.Contains(p.Blocking, "own os/arch constraints") {
+	if p := got.Workloads[3]; !p.Failed || !strings.Contains(p.Blocking, decision.ReasonOwnConstraintConflict) {
 		t.Errorf("pinned: want the nodeSelector named as what blocks; got %+v", p)
 	}
 	if got.Workloads[0].Failed || got.Workloads[1].Failed {
@@ -225,5 +226,86 @@ func TestCheckEmitAffinity(t *testing.T) {
 	}}}
 	if diff := cmp.Diff(want, got.Affinity); diff != "" {
 		t.Errorf("affinity (-want,+got):\n%s", diff)
+	}
+}
+
+// TestCheckDecidesAsArchFilter: check judges each workload by package decision, under
+// --args: a declared archfilter.io/platforms stands for images nobody can resolve from
+// here (localhost/...), a workload archfilter leaves alone is not resolved and passes,
+// and a DaemonSet under daemonSetPolicy Skip is resolved (the scheduler warns by its
+// images) but not filtered.
+func TestCheckDecidesAsArchFilter(t *testing.T) {
+	m := registrytest.NewMemory(t)
+	fx := pushFixtures(t, m)
+	argsFile := filepath.Join(t.TempDir(), "args.yaml")
+	if err := os.WriteFile(argsFile, []byte("apiVersion: kubescheduler.config.k8s.io/v1\nkind: ArchFilterArgs\nexcludedNamespaces: [infra]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	withAnnotations := func(doc, annotations string) string {
+		return strings.Replace(doc, "metadata: {labels: {app: x}}", "metadata: {labels: {app: x}, annotations: {"+annotations+"}}", 1)
+	}
+	daemonSet := strings.Replace(strings.Replace(deployment("agent", fx.amdRef), "kind: Deployment", "kind: DaemonSet", 1), "name: agent", "name: agent", 1)
+	docs := strings.Join([]string{
+		withAnnotations(deployment("declared", "localhost/tools:v1"), `archfilter.io/platforms: "linux/s390x"`),
+		withAnnotations(deployment("skipped", "localhost/tools:v1"), `archfilter.io/skip: "true"`),
+		strings.Replace(deployment("infra", "localhost/tools:v1"), "namespace: shop", "namespace: infra", 1),
+		daemonSet,
+		withAnnotations(deployment("badpref", fx.multiRef), `archfilter.io/preferred-platforms: "linux/arm64=500"`),
+		withAnnotations(deployment("baddecl", fx.multiRef), `archfilter.io/platforms: "linux/"`),
+	}, "---\n")
+	got, stderr, code := runCheck(t, docs, "--insecure-registry", fx.host, "--args", argsFile, "-f", "-", "--platforms", "linux/s390x")
+	byName := map[string]workloadView{}
+	for _, w := range got.Workloads {
+		byName[w.Name] = w
+	}
+	for _, tc := range []struct {
+		name, outcome, platforms string
+		failed                   bool
+		notRead                  bool
+	}{
+		{name: "declared", outcome: decision.OutcomeConstrained, platforms: "linux/s390x", notRead: true},
+		{name: "skipped", outcome: decision.OutcomeSkipped, platforms: "any", notRead: true},
+		{name: "infra", outcome: decision.OutcomeSkipped, platforms: "any", notRead: true},
+		// Its image runs on amd64 only: the DaemonSet's pods on s390x nodes fail.
+		{name: "agent", outcome: decision.OutcomeSkipped, platforms: "linux/amd64", failed: true},
+		{name: "badpref", outcome: decision.OutcomeConstrained, platforms: "linux/amd64,linux/arm64", failed: true},
+		{name: "baddecl", outcome: decision.OutcomeRejected, platforms: "none", failed: true, notRead: true},
+	} {
+		w, ok := byName[tc.name]
+		if !ok {
+			t.Errorf("%s: not in the output", tc.name)
+			continue
+		}
+		if w.Decision.Outcome != tc.outcome || platformsOf(w) != tc.platforms || w.Failed != tc.failed || (w.Images[0].NotRead != "") != tc.notRead {
+			t.Errorf("%s: outcome %s, platforms %s, failed %v, image not read %q; want %s, %s, %v, not read %v",
+				tc.name, w.Decision.Outcome, platformsOf(w), w.Failed, w.Images[0].NotRead, tc.outcome, tc.platforms, tc.failed, tc.notRead)
+		}
+	}
+	if d := byName["badpref"].Decision; !strings.Contains(d.Preferred, "ignored annotation archfilter.io/preferred-platforms") {
+		t.Errorf("badpref: the invalid preference is not reported: %+v", d)
+	}
+	if d := byName["baddecl"].Decision; !strings.Contains(d.Message, decision.ReasonInvalidAnnotation) {
+		t.Errorf("baddecl: want the invalid annotation named: %+v", d)
+	}
+	if d := byName["agent"].Decision; d.Skipped != string(decision.SkipDaemonSet) {
+		t.Errorf("agent: skipped %q, want %q", d.Skipped, decision.SkipDaemonSet)
+	}
+	if code != ExitFailed || strings.Contains(stderr, "cannot resolve") {
+		t.Errorf("exit status %d, want %d (nothing left unanswered: no localhost image was resolved); stderr:\n%s", code, ExitFailed, stderr)
+	}
+
+	// The 32-bit rule said twice is refused.
+	if err := os.WriteFile(argsFile, []byte("apiVersion: kubescheduler.config.k8s.io/v1\nkind: ArchFilterArgs\nrun32BitImagesOn: [arm64]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, stderr, code := run(t, docs, "check", "-f", "-", "--args", argsFile, "--run-32bit", "arm64"); code != ExitInputError || !strings.Contains(stderr, "--run-32bit") {
+		t.Errorf("--run-32bit with run32BitImagesOn in --args: exit %d, stderr %q; want %d naming the flag", code, stderr, ExitInputError)
+	}
+	// A field of --args that is wrong is named by its path.
+	if err := os.WriteFile(argsFile, []byte("apiVersion: kubescheduler.config.k8s.io/v1\nkind: ArchFilterArgs\ndaemonSetPolicy: Sometimes\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, stderr, code := run(t, docs, "check", "-f", "-", "--args", argsFile); code != ExitInputError || !strings.Contains(stderr, "args.daemonSetPolicy") {
+		t.Errorf("invalid --args: exit %d, stderr %q; want %d naming args.daemonSetPolicy", code, stderr, ExitInputError)
 	}
 }

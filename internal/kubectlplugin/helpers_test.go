@@ -13,6 +13,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/archfilter/archfilter/internal/registrytest"
+	"github.com/archfilter/archfilter/pkg/decision"
 )
 
 // fixtures are the images the tests resolve, in one in-memory registry.
@@ -66,4 +67,16 @@ func writeDockerConfig(t *testing.T, host, user, password string) {
 		t.Fatal(err)
 	}
 	t.Setenv("DOCKER_CONFIG", dir)
+}
+
+// testDecider judges pods under the plugin's default settings, with the 32-bit
+// rule for hosts, as --run-32bit sets it.
+func testDecider(t *testing.T, hosts ...string) *decider {
+	t.Helper()
+	f := decisionFlags{run32Bit: hosts, schedulers: []string{decision.DefaultSchedulerName}}
+	settings, _, err := f.load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &decider{settings: settings}
 }

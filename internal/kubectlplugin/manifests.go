@@ -3,6 +3,7 @@ package kubectlplugin
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -14,10 +15,12 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 )
 
@@ -171,6 +174,10 @@ func workloadOf(obj runtime.Object) (workload, bool) {
 	}
 	if pod == nil {
 		pod = &v1.Pod{ObjectMeta: *tmpl.ObjectMeta.DeepCopy(), Spec: *tmpl.Spec.DeepCopy()}
+		// The template's pods have a controller, which the rules ask about
+		// (a DaemonSet's pods): the workload, or the ReplicaSet or Job it makes.
+		controller := map[string]string{"Deployment": "ReplicaSet", "CronJob": "Job"}[kind]
+		pod.OwnerReferences = []metav1.OwnerReference{{Kind: cmp.Or(controller, kind), Name: name, Controller: ptr.To(true)}}
 	}
 	pod.Name, pod.Namespace = name, ns
 	return workload{Kind: kind, Pod: pod}, true

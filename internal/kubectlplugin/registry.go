@@ -16,7 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 
-	"github.com/archfilter/archfilter/pkg/platform"
+	"github.com/archfilter/archfilter/apis/config"
 	"github.com/archfilter/archfilter/pkg/resolver"
 	"github.com/archfilter/archfilter/pkg/resolver/credentials"
 	"github.com/archfilter/archfilter/pkg/resolver/transport"
@@ -30,7 +30,9 @@ type registryFlags struct {
 	forPod       string   // name of a pod in -n whose pull secrets are used
 	dockerConfig string
 	timeout      time.Duration
-	run32Bit     []string
+	// args, when the command reads --args, add their registries (TLS, mirrors)
+	// and the allowed and denied registries, as the scheduler applies them.
+	args *config.ArchFilterArgs
 }
 
 func (f *registryFlags) add(cmd *cobra.Command) {
@@ -41,16 +43,6 @@ func (f *registryFlags) add(cmd *cobra.Command) {
 	fs.StringVar(&f.forPod, "for-pod", "", "POD in -n whose own pull secrets (and its service account's) are used, as the kubelet would for it")
 	fs.StringVar(&f.dockerConfig, "docker-config", "", "docker config.json with registry credentials (default: $DOCKER_CONFIG/config.json, else ~/.docker/config.json, when it exists)")
 	fs.DurationVar(&f.timeout, "timeout", resolver.DefaultResolveTimeout, "time limit for resolving one image")
-	fs.StringSliceVar(&f.run32Bit, "run-32bit", nil, "host architectures that run their 32-bit counterpart's images ("+platform.AMD64Runs386+", "+platform.ARM64RunsARM+"), as ArchFilterArgs.run32BitImagesOn")
-}
-
-func (f *registryFlags) compat() (platform.Compat, error) {
-	for _, h := range f.run32Bit {
-		if h != platform.AMD64Runs386 && h != platform.ARM64RunsARM {
-			return platform.Compat{}, fmt.Errorf("--run-32bit %q: want %s or %s", h, platform.AMD64Runs386, platform.ARM64RunsARM)
-		}
-	}
-	return platform.NewCompat(f.run32Bit...), nil
 }
 
 // session is one command's resolver and the credentials every request uses.
@@ -121,6 +113,13 @@ func (f *registryFlags) newSession(ctx context.Context, connect connectFunc) (*s
 // newSessionWith builds the transport (address guard, TLS per registry) and the resolver.
 func (f *registryFlags) newSessionWith(creds resolver.Credentials, problems []string) (*session, error) {
 	var registries []transport.Registry
+	var allowed, denied []string
+	if f.args != nil {
+		for _, r := range f.args.Registries {
+			registries = append(registries, transport.Registry{Host: r.Host, Insecure: r.Insecure, CAFile: r.CAFile, Mirrors: r.Mirrors})
+		}
+		allowed, denied = f.args.AllowedRegistries, f.args.DeniedRegistries
+	}
 	for _, h := range f.insecure {
 		registries = append(registries, transport.Registry{Host: h, Insecure: true})
 	}
@@ -134,7 +133,7 @@ func (f *registryFlags) newSessionWith(creds resolver.Credentials, problems []st
 	// No circuit breaker: a one-shot command gains nothing from failing fast later, and
 	// with concurrent first requests to an insecure registry each HTTPS attempt that falls
 	// back to HTTP would count as a failure and open it.
-	tr, err := transport.New(transport.Options{Registries: registries, Breaker: transport.Breaker{FailureThreshold: -1}})
+	tr, err := transport.New(transport.Options{Registries: registries, Allowed: allowed, Denied: denied, Breaker: transport.Breaker{FailureThreshold: -1}})
 	if err != nil {
 		return nil, fmt.Errorf("--insecure-registry/--registry-ca: %w", err)
 	}

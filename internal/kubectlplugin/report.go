@@ -42,15 +42,20 @@ type readiness struct {
 
 // reportRow is one workload's readiness.
 type reportRow struct {
-	Kind      string      `json:"kind"`
-	Namespace string      `json:"namespace"`
-	Name      string      `json:"name"`
-	Platforms string      `json:"platforms"` // "unknown" while an image could not be resolved
-	Error     string      `json:"error,omitempty"`
-	On        []readiness `json:"on"`
+	Kind      string `json:"kind"`
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	Platforms string `json:"platforms"` // "unknown" while an image could not be resolved
+	// Decision is archfilter's decision for the workload's pods, in a few words.
+	Decision string      `json:"decision"`
+	Error    string      `json:"error,omitempty"`
+	On       []readiness `json:"on"`
 
 	// runsNowhere: its images and own constraints leave no platform.
 	runsNowhere bool
+	// unchecked: archfilter leaves it alone without reading its images, and so
+	// does report.
+	unchecked bool
 	// errs are the distinct errors of its images that could not be resolved.
 	errs []string
 }
@@ -64,6 +69,7 @@ type reportView struct {
 func newReportCommand(kube *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
 	var (
 		reg           registryFlags
+		dec           decisionFlags
 		output        string
 		allNamespaces bool
 	)
@@ -73,7 +79,10 @@ func newReportCommand(kube *genericclioptions.ConfigFlags, streams genericioopti
 		Long: `List Deployments, StatefulSets, DaemonSets, Jobs (not those of a CronJob), CronJobs
 and pods without a controller, resolve their images (with each workload's namespace's
 pull secrets and the local docker config), and say for each platform of the cluster's
-nodes whether the workload could run there today, and which image blocks it.
+nodes whether the workload could run there today, and which image blocks it. Workloads
+are judged as archfilter judges them under --args: one it leaves alone without reading
+its images (archfilter.io/skip, an excluded or unselected namespace) is listed as not
+checked; a declared archfilter.io/platforms annotation stands for its images.
 
 Exit status: 2 when an image could not be resolved (its error is printed, the other
 workloads are still reported), else 1 when a workload runs on none of the cluster's
@@ -85,14 +94,14 @@ node platforms; 0 otherwise.`,
 			if err := checkOutput(output, outputTable, outputJSON, outputYAML, outputCSV); err != nil {
 				return err
 			}
-			client, ns, compat, err := clusterSetup(kube, &reg)
+			client, ns, dc, err := clusterSetup(cmd.Context(), kube, &reg, &dec)
 			if err != nil {
 				return err
 			}
 			if allNamespaces {
 				ns = metav1.NamespaceAll
 			}
-			v, err := buildReport(cmd.Context(), client, ns, &reg, compat, progressWriter(streams.ErrOut))
+			v, err := buildReport(cmd.Context(), client, ns, &reg, dc, progressWriter(streams.ErrOut))
 			if err != nil {
 				return err
 			}
@@ -109,6 +118,7 @@ node platforms; 0 otherwise.`,
 	}
 	cmd.Flags().BoolVarP(&allNamespaces, "all-namespaces", "A", false, "report the workloads of every namespace")
 	reg.add(cmd)
+	dec.add(cmd)
 	addOutputFlag(cmd, &output, outputTable, outputJSON, outputYAML, outputCSV)
 	return cmd
 }
@@ -199,7 +209,7 @@ func nodePlatforms(ctx context.Context, client kubernetes.Interface) ([]platform
 	return out, nil
 }
 
-func buildReport(ctx context.Context, client kubernetes.Interface, ns string, reg *registryFlags, compat platform.Compat, progress io.Writer) (*reportView, error) {
+func buildReport(ctx context.Context, client kubernetes.Interface, ns string, reg *registryFlags, dc *decider, progress io.Writer) (*reportView, error) {
 	nps, err := nodePlatforms(ctx, client)
 	if err != nil {
 		return nil, err
@@ -230,10 +240,10 @@ func buildReport(ctx context.Context, client kubernetes.Interface, ns string, re
 		g.Go(func() error {
 			creds := store.ForPod(w.Pod)
 			results := map[string]resolver.Result{}
-			for _, ref := range podplatform.Images(w.Pod) {
+			for _, ref := range dc.images([]workload{w}) {
 				results[ref] = s.resolver.Resolve(ctx, resolver.Request{Image: ref, Credentials: creds})
 			}
-			v.Workloads[i] = readinessOf(w, results, nps, compat)
+			v.Workloads[i] = readinessOf(w, results, nps, dc)
 			if progress != nil {
 				mu.Lock()
 				fmt.Fprintf(progress, "\rresolved %d/%d workloads", done.Add(1), len(ws))
@@ -258,9 +268,18 @@ func buildReport(ctx context.Context, client kubernetes.Interface, ns string, re
 
 // readinessOf says, per node platform, whether w runs there and else which image is the
 // first that does not.
-func readinessOf(w workload, results map[string]resolver.Result, nps []platform.NodePlatform, compat platform.Compat) reportRow {
-	ev := evaluate(w, results, compat, nil, false)
-	row := reportRow{Kind: w.Kind, Namespace: w.Pod.Namespace, Name: w.Pod.Name, Platforms: platformsCell(ev)}
+func readinessOf(w workload, results map[string]resolver.Result, nps []platform.NodePlatform, dc *decider) reportRow {
+	ev := evaluate(w, results, dc, nil, false)
+	compat := dc.settings.Compat
+	row := reportRow{Kind: w.Kind, Namespace: w.Pod.Namespace, Name: w.Pod.Name, Platforms: platformsCell(ev), Decision: ev.Decision.summary()}
+	if !ev.judged.read && ev.judged.skip != "" {
+		row.unchecked = true
+		row.Platforms = "not checked: " + string(ev.judged.skip)
+		for _, np := range nps {
+			row.On = append(row.On, readiness{Platform: np.String(), Blocking: "not checked"})
+		}
+		return row
+	}
 	// The first image that could not be resolved (in spec order), shortened, for the
 	// table: the full errors are in Error and on stderr.
 	var unresolved string
@@ -310,10 +329,10 @@ func printReport(w io.Writer, format outputFormat, v *reportView) error {
 		return writeStructured(w, format, v)
 	case outputCSV:
 		cw := csv.NewWriter(w)
-		_ = cw.Write([]string{"kind", "namespace", "name", "platforms", "node_platform", "can_run", "blocking", "error"})
+		_ = cw.Write([]string{"kind", "namespace", "name", "platforms", "node_platform", "can_run", "blocking", "error", "decision"})
 		for _, row := range v.Workloads {
 			for _, r := range row.On {
-				_ = cw.Write([]string{row.Kind, row.Namespace, row.Name, row.Platforms, r.Platform, strconv.FormatBool(r.CanRun), r.Blocking, row.Error})
+				_ = cw.Write([]string{row.Kind, row.Namespace, row.Name, row.Platforms, r.Platform, strconv.FormatBool(r.CanRun), r.Blocking, row.Error, row.Decision})
 			}
 		}
 		cw.Flush()
@@ -329,19 +348,33 @@ func printReport(w io.Writer, format outputFormat, v *reportView) error {
 		fmt.Fprintf(tw, "%s/%s/%s\t%s", row.Kind, row.Namespace, row.Name, row.Platforms)
 		for _, r := range row.On {
 			cell := "yes"
-			if !r.CanRun {
+			switch {
+			case row.unchecked:
+				cell = "-"
+			case !r.CanRun:
 				cell = "no: " + r.Blocking
 			}
 			fmt.Fprint(tw, "\t"+cell)
 		}
 		fmt.Fprintln(tw)
 	}
-	fmt.Fprintf(tw, "TOTAL (%d workloads)\t", len(v.Workloads))
+	fmt.Fprintf(tw, "TOTAL (%d workloads)\t", len(v.Workloads)-unchecked(v))
 	for _, p := range v.Platforms {
 		fmt.Fprintf(tw, "\t%d can run", v.Totals[p])
 	}
 	fmt.Fprintln(tw)
 	return tw.Flush()
+}
+
+// unchecked counts the workloads report did not check.
+func unchecked(v *reportView) int {
+	n := 0
+	for _, row := range v.Workloads {
+		if row.unchecked {
+			n++
+		}
+	}
+	return n
 }
 
 // reportStatus is report's exit status (root.go): ExitInputError when a workload's image
@@ -351,6 +384,7 @@ func reportStatus(v *reportView) error {
 	unresolved, nowhere := 0, 0
 	for _, row := range v.Workloads {
 		switch {
+		case row.unchecked:
 		case row.Error != "":
 			unresolved++
 		case row.runsNowhere || (len(row.On) > 0 && !slices.ContainsFunc(row.On, func(r readiness) bool { return r.CanRun })):

@@ -46,7 +46,7 @@ func TestReport(t *testing.T) {
 		&v1.Pod{ObjectMeta: owned, Spec: podSpec(fx.amdRef)},
 	)
 	reg := &registryFlags{insecure: []string{fx.host}, timeout: 10 * time.Second}
-	v, err := buildReport(context.Background(), client, "shop", reg, platform.NewCompat(platform.ARM64RunsARM), nil)
+	v, err := buildReport(context.Background(), client, "shop", reg, testDecider(t, platform.ARM64RunsARM), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,9 +3,11 @@ package kubectlplugin
 import (
 	"context"
 	"fmt"
+	"io"
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	v1 "k8s.io/api/core/v1"
@@ -16,6 +18,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/archfilter/archfilter/pkg/decision"
 	"github.com/archfilter/archfilter/pkg/platform"
 	"github.com/archfilter/archfilter/pkg/podplatform"
 )
@@ -26,6 +29,9 @@ import (
 var archfilterEventReasons = []string{
 	"ResolvingImagePlatforms", "ImagePlatformsResolved", "ImagePlatformResolutionFailed",
 	"ArchFilterFailOpen", "InvalidPlatformPreference", "InvalidArchFilterAnnotation",
+	"DaemonSetPodPlatformMismatch",
+	"ArchFilterPlacement", "ArchFilterPlacementFailedOpen", "ArchFilterPlacementRejected",
+	"ArchFilterPlacementUnmergeable", "ArchFilterPlacementGateRemoved",
 	"FailedScheduling", "Scheduled",
 }
 
@@ -33,7 +39,10 @@ var archfilterEventReasons = []string{
 type nodeGroup struct {
 	Platform string `json:"platform"`
 	Nodes    int    `json:"nodes"`
-	CanRun   bool   `json:"canRun"`
+	// CanRun: every image runs there (or the pod declares a platform that does).
+	CanRun bool `json:"canRun"`
+	// Allowed: archfilter's decision lets the pod run there.
+	Allowed bool `json:"allowed"`
 	// Rule is how the node runs each image: "direct (linux/arm64)" when every image has a
 	// platform the node runs as is, "arm64 runs linux/arm/v7" when the 32-bit rule
 	// (amd64 runs 386, arm64 runs arm) lets every image run, and per rule the containers
@@ -55,15 +64,23 @@ type whyView struct {
 	workloadView
 	NodeName       string `json:"nodeName,omitempty"`
 	OwnConstraints string `json:"ownConstraints"`
+	// Recorded is the decision the placement mode recorded on the pod (the
+	// one the cluster acted on); Decision is re-resolved now.
+	Recorded *decision.Record `json:"recorded,omitempty"`
+	// RecordError says why a record could not be read.
+	RecordError string `json:"recordError,omitempty"`
 	// CredentialProblems are pull secrets that could not be used.
 	CredentialProblems []string    `json:"credentialProblems,omitempty"`
 	Nodes              []nodeGroup `json:"nodes"`
 	Events             []eventView `json:"events"`
+
+	schedulerName string
 }
 
 func newWhyCommand(kube *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
 	var (
 		reg    registryFlags
+		dec    decisionFlags
 		output string
 	)
 	cmd := &cobra.Command{
@@ -72,19 +89,24 @@ func newWhyCommand(kube *genericclioptions.ConfigFlags, streams genericiooptions
 		Long: `For each container (init, sidecar, regular; ephemeral ones are ignored) and image
 volume: the image's platforms, read with the pod's own pull secrets (and the local docker
 config). Then the pod's intersection, with the image that empties it named first, the
-pod's own os/arch constraints, the cluster's nodes per platform and whether the pod runs
-there (and by which rule), and the events archfilter and the scheduler recorded.`,
+pod's own os/arch constraints, archfilter's decision under --args (the settings the
+cluster runs with: which front-end decides, whether the pod is in scope, the platforms
+it allows and where they came from), the cluster's nodes per platform, whether the pod
+runs there (and by which rule) and whether archfilter allows it there, and the events
+archfilter and the scheduler recorded. A pod the placement mode placed carries the
+decision it took (annotation archfilter.io/decision): why shows it as the decision the
+cluster acted on, beside the one re-resolved now.`,
 		Example: `  kubectl archfilter why -n shop web-7d9c5b6f4-x2x8q`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkOutput(output, outputTable, outputJSON, outputYAML); err != nil {
 				return err
 			}
-			client, ns, compat, err := clusterSetup(kube, &reg)
+			client, ns, dc, err := clusterSetup(cmd.Context(), kube, &reg, &dec)
 			if err != nil {
 				return err
 			}
-			v, err := explainPod(cmd.Context(), client, ns, args[0], &reg, compat)
+			v, err := explainPod(cmd.Context(), client, ns, args[0], &reg, dc)
 			if err != nil {
 				return err
 			}
@@ -95,21 +117,23 @@ there (and by which rule), and the events archfilter and the scheduler recorded.
 		},
 	}
 	reg.add(cmd)
+	dec.add(cmd)
 	addOutputFlag(cmd, &output, outputTable, outputJSON, outputYAML)
 	return cmd
 }
 
 // clusterSetup reads the flags the cluster commands share; errors are input errors.
-func clusterSetup(kube *genericclioptions.ConfigFlags, reg *registryFlags) (kubernetes.Interface, string, platform.Compat, error) {
-	compat, err := reg.compat()
+func clusterSetup(ctx context.Context, kube *genericclioptions.ConfigFlags, reg *registryFlags, dec *decisionFlags) (kubernetes.Interface, string, *decider, error) {
+	settings, args, err := dec.load()
 	if err != nil {
-		return nil, "", compat, &ExitError{Code: ExitInputError, Msg: err.Error()}
+		return nil, "", nil, err
 	}
+	reg.args = args
 	client, ns, err := clusterClient(kube)
 	if err != nil {
-		return nil, "", compat, &ExitError{Code: ExitInputError, Msg: err.Error()}
+		return nil, "", nil, &ExitError{Code: ExitInputError, Msg: err.Error()}
 	}
-	return client, ns, compat, nil
+	return client, ns, &decider{settings: settings, namespaces: clusterNamespaces(ctx, client)}, nil
 }
 
 // connector connects to the cluster of the kubeconfig flags when called.
@@ -134,7 +158,7 @@ func clusterClient(kube *genericclioptions.ConfigFlags) (kubernetes.Interface, s
 	return client, ns, nil
 }
 
-func explainPod(ctx context.Context, client kubernetes.Interface, ns, name string, reg *registryFlags, compat platform.Compat) (*whyView, error) {
+func explainPod(ctx context.Context, client kubernetes.Interface, ns, name string, reg *registryFlags, dc *decider) (*whyView, error) {
 	pod, err := client.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("pod %s/%s: %w", ns, name, err)
@@ -147,21 +171,38 @@ func explainPod(ctx context.Context, client kubernetes.Interface, ns, name strin
 	if err != nil {
 		return nil, &ExitError{Code: ExitInputError, Msg: err.Error()}
 	}
-	w := workload{Source: "cluster", Kind: "Pod", Pod: pod}
-	results := resolveWorkloadImages(ctx, s, []workload{w})
-	v := &whyView{workloadView: evaluate(w, results, compat, nil, false), NodeName: pod.Spec.NodeName}
+	// The decision is the one taken before the pod was bound: judged without
+	// its node, unless it was created bound (a mirror pod), which nothing placed.
+	judged := pod.DeepCopy()
+	if _, mirror := pod.Annotations[v1.MirrorPodAnnotationKey]; !mirror {
+		judged.Spec.NodeName = ""
+	}
+	w := workload{Source: "cluster", Kind: "Pod", Pod: judged}
+	results := resolveAll(ctx, s, dc.images([]workload{w}))
+	v := &whyView{workloadView: evaluate(w, results, dc, nil, false), NodeName: pod.Spec.NodeName}
+	v.Namespace, v.Name, v.schedulerName = pod.Namespace, pod.Name, pod.Spec.SchedulerName
 	v.OwnConstraints = describeConstraint(podplatform.OwnConstraintOf(pod))
 	v.CredentialProblems = problems
+	if rec, ok, err := decision.RecordOf(pod); err != nil {
+		v.RecordError = err.Error()
+	} else if ok {
+		v.Recorded = &rec
+	}
+	compat := dc.settings.Compat
 
 	nodes, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("listing nodes: %w", err)
 	}
-	v.Nodes = groupNodes(nodes.Items, v.allowed, v.Images, compat)
-	if unresolved := v.unresolved(); len(unresolved) > 0 {
-		// An image that could not be resolved might not run anywhere.
-		for i := range v.Nodes {
+	v.Nodes = groupNodes(nodes.Items, v.allowed, v.judged.allowed(), v.Images, compat)
+	unresolved := v.unresolved()
+	for i := range v.Nodes {
+		switch {
+		case len(unresolved) > 0:
+			// An image that could not be resolved might not run anywhere.
 			v.Nodes[i].CanRun, v.Nodes[i].Rule = false, "unknown: "+unresolved[0].Image+" could not be resolved"
+		case !v.judged.read && v.judged.skip != "":
+			v.Nodes[i].CanRun, v.Nodes[i].Rule = false, "unknown: images not read (not in archfilter's scope)"
 		}
 	}
 
@@ -175,8 +216,9 @@ func explainPod(ctx context.Context, client kubernetes.Interface, ns, name strin
 }
 
 // groupNodes counts nodes per platform and says whether allowed runs there and by which
-// rule each of images (their own platforms, before any rule widened them) runs.
-func groupNodes(nodes []v1.Node, allowed platform.Set, images []workloadImage, compat platform.Compat) []nodeGroup {
+// rule each of images (their own platforms, before any rule widened them) runs, and
+// whether archfilter's decision, decided, lets the pod run there.
+func groupNodes(nodes []v1.Node, allowed, decided platform.Set, images []workloadImage, compat platform.Compat) []nodeGroup {
 	byPlatform := map[platform.NodePlatform]int{}
 	for i := range nodes {
 		np, ok := platform.FromNode(&nodes[i])
@@ -192,6 +234,8 @@ func groupNodes(nodes []v1.Node, allowed platform.Set, images []workloadImage, c
 			g.Platform += " (build " + np.WindowsBuild + ")"
 		}
 		g.CanRun, g.Rule = runsOn(allowed, np, compat)
+		g.Allowed, _ = runsOn(decided, np, compat)
+		g.Allowed = g.Allowed || decided.IsAny()
 		if g.CanRun && !allowed.IsAny() {
 			g.Rule = imagesRule(allowed, images, np, compat)
 		}
@@ -331,18 +375,22 @@ func printWhy(streams genericiooptions.IOStreams, format outputFormat, v *whyVie
 	}
 	writeLine(w, "Own constraints: %s", v.OwnConstraints)
 	runsOn := setString(v.allowed)
-	if len(v.unresolved()) > 0 {
+	switch {
+	case len(v.unresolved()) > 0:
 		runsOn = "unknown: an image could not be resolved"
+	case !v.judged.read && v.judged.skip != "":
+		runsOn = "unknown: images not read (not in archfilter's scope)"
 	}
 	writeLine(w, "Runs on: %s", runsOn)
 	if v.Blocking != "" {
 		writeLine(w, "No platform left: %s", v.Blocking)
 	}
+	printDecision(w, v)
 	writeLine(w, "Nodes:")
 	tw = newTable(w)
-	fmt.Fprintln(tw, "  PLATFORM\tNODES\tCAN RUN\tRULE")
+	fmt.Fprintln(tw, "  PLATFORM\tNODES\tCAN RUN\tARCHFILTER\tRULE")
 	for _, g := range v.Nodes {
-		fmt.Fprintf(tw, "  %s\t%d\t%v\t%s\n", g.Platform, g.Nodes, g.CanRun, g.Rule)
+		fmt.Fprintf(tw, "  %s\t%d\t%v\t%s\t%s\n", g.Platform, g.Nodes, g.CanRun, map[bool]string{true: "allows", false: "excludes"}[g.Allowed], g.Rule)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -355,6 +403,40 @@ func printWhy(streams genericiooptions.IOStreams, format outputFormat, v *whyVie
 		writeLine(w, "  %s %s %s: %s", e.Last.UTC().Format("15:04:05"), e.Type, e.Reason, e.Message)
 	}
 	return nil
+}
+
+// printDecision writes archfilter's decision: the recorded one, which the cluster
+// acted on, when the placement mode left one on the pod, and the one re-resolved now.
+func printDecision(w io.Writer, v *whyView) {
+	d := v.Decision
+	by := "the " + d.By
+	if d.By == decision.ViaScheduler.String() {
+		by = "the scheduler's ArchFilter plugin (schedulerName " + orNone(v.schedulerName) + ")"
+	}
+	switch {
+	case v.Recorded != nil:
+		r := v.Recorded
+		writeLine(w, "Decision recorded on the pod by %s at %s (the decision the cluster acted on): %s", r.By, r.At.UTC().Format(time.RFC3339), recordSummary(r))
+		now := d.summary()
+		if recordSummary(&decision.Record{Outcome: d.Outcome, Platforms: d.Platforms, Source: decision.Source(d.Source), Message: d.Message}) == recordSummary(r) {
+			writeLine(w, "Re-resolved now: the same")
+		} else {
+			writeLine(w, "Re-resolved now: %s (differs: the registries answer otherwise now, or the settings differ)", now)
+		}
+	case v.RecordError != "":
+		writeLine(w, "Decision recorded on the pod cannot be read: %s", v.RecordError)
+		writeLine(w, "Decision by %s, re-resolved now: %s", by, d.summary())
+	default:
+		writeLine(w, "Decision by %s (none recorded on the pod; re-resolved now): %s", by, d.summary())
+	}
+	if d.Preferred != "" {
+		writeLine(w, "Preferred: %s", d.Preferred)
+	}
+}
+
+// recordSummary is a recorded decision in a few words, as decisionView.summary says it.
+func recordSummary(r *decision.Record) string {
+	return decisionView{Outcome: r.Outcome, Platforms: r.Platforms, Source: string(r.Source), Message: r.Message, Skipped: r.Message}.summary()
 }
 
 func orNone(s string) string {

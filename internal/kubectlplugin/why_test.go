@@ -65,7 +65,7 @@ func TestWhy(t *testing.T) {
 	client := fake.NewClientset(objs...)
 	reg := &registryFlags{insecure: []string{fx.host}, timeout: 10 * time.Second}
 
-	v, err := explainPod(context.Background(), client, "shop", "web", reg, platform.NewCompat(platform.ARM64RunsARM))
+	v, err := explainPod(context.Background(), client, "shop", "web", reg, testDecider(t, platform.ARM64RunsARM))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +85,7 @@ func TestWhy(t *testing.T) {
 	want := []nodeGroup{
 		{Platform: "linux/amd64", Nodes: 2},
 		// The arm/v7 image (setup) runs there only under the 32-bit rule, the others directly.
-		{Platform: "linux/arm64", Nodes: 1, CanRun: true, Rule: "arm64 runs linux/arm/v7: setup; direct: mesh, app"},
+		{Platform: "linux/arm64", Nodes: 1, CanRun: true, Allowed: true, Rule: "arm64 runs linux/arm/v7: setup; direct: mesh, app"},
 		{Platform: "windows/amd64", Nodes: 1},
 	}
 	if diff := cmp.Diff(want, v.Nodes); diff != "" {
@@ -96,7 +96,7 @@ func TestWhy(t *testing.T) {
 	}
 
 	// Without the rule nothing is left, and the image that empties the set comes first.
-	v, err = explainPod(context.Background(), client, "shop", "web", reg, platform.Compat{})
+	v, err = explainPod(context.Background(), client, "shop", "web", reg, testDecider(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +113,7 @@ func TestWhy(t *testing.T) {
 		}
 	}
 
-	if _, err := explainPod(context.Background(), client, "shop", "gone", reg, platform.Compat{}); err == nil || !strings.Contains(err.Error(), "shop/gone") {
+	if _, err := explainPod(context.Background(), client, "shop", "gone", reg, testDecider(t)); err == nil || !strings.Contains(err.Error(), "shop/gone") {
 		t.Errorf("missing pod: got %v, want an error naming it", err)
 	}
 
@@ -124,7 +124,7 @@ func TestWhy(t *testing.T) {
 	if _, err := client.CoreV1().Pods("shop").Create(context.Background(), unresolved, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	v, err = explainPod(context.Background(), client, "shop", "half", reg, platform.Compat{})
+	v, err = explainPod(context.Background(), client, "shop", "half", reg, testDecider(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -234,7 +234,11 @@ func TestGroupNodesRule(t *testing.T) {
 			for i, n := range tc.nodes {
 				nodes[i] = *n
 			}
-			if diff := cmp.Diff(tc.want, groupNodes(nodes, allowed, tc.images, tc.compat)); diff != "" {
+			// The decision is the images' intersection: archfilter allows where they run.
+			for i := range tc.want {
+				tc.want[i].Allowed = tc.want[i].CanRun
+			}
+			if diff := cmp.Diff(tc.want, groupNodes(nodes, allowed, allowed, tc.images, tc.compat)); diff != "" {
 				t.Errorf("groupNodes (-want,+got):\n%s", diff)
 			}
 		})

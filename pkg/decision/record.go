@@ -26,7 +26,23 @@ const (
 	// OutcomeNotApplied: the decision could not be written (the pod's affinity
 	// cannot be merged); the pod was released without a constraint.
 	OutcomeNotApplied = "not-applied"
+	// OutcomeSkipped: the pod is not in archfilter's scope.
+	OutcomeSkipped = "skipped"
 )
+
+// Outcome names what d does to a pod in scope: rejected, failed-open,
+// unconstrained or constrained.
+func (d *Decision) Outcome() string {
+	switch {
+	case d.Rejection != nil:
+		return OutcomeRejected
+	case d.FailedOpen:
+		return OutcomeFailedOpen
+	case d.Platforms.IsAny():
+		return OutcomeUnconstrained
+	}
+	return OutcomeConstrained
+}
 
 // Record is a decision as a front-end that writes pods records it in the pod's
 // archfilter.io/decision annotation.

@@ -91,6 +91,22 @@ func (s *Settings) Scope(pod *v1.Pod, front Front, namespaces NamespaceLabels) S
 	return ""
 }
 
+// FrontOf is the front-end that decides for pod: the plugin when its
+// schedulerName runs ArchFilter (Settings.Schedulers), else the placement mode.
+// For readers that explain a pod (kubectl archfilter), not for the front-ends
+// themselves, which know what they are.
+func (s *Settings) FrontOf(pod *v1.Pod) Front {
+	if s.Schedulers.Has(pod.Spec.SchedulerName) {
+		return ViaScheduler
+	}
+	return ViaPlacement
+}
+
+// ReadsImages reports whether archfilter still reads the images of a pod it
+// leaves alone for reason: only DaemonSet pods under daemonSetPolicy Skip, whose
+// images it resolves to warn when their node cannot run them.
+func (r SkipReason) ReadsImages() bool { return r == SkipDaemonSet }
+
 // IsDaemonSetPod reports whether a DaemonSet controls pod.
 func IsDaemonSetPod(pod *v1.Pod) bool {
 	ref := metav1.GetControllerOfNoCopy(pod)

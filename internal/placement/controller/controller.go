@@ -272,7 +272,7 @@ func (c *Controller) decide(ctx context.Context, pod *v1.Pod) outcome {
 	if reason := s.Scope(pod, decision.ViaPlacement, c.opts.Namespaces); reason != "" {
 		// Gated, then taken out of scope (its annotations or its namespace's
 		// labels changed): released as it is.
-		rec.Outcome, rec.Message = decision.OutcomeUnconstrained, "not in scope: "+string(reason)
+		rec.Outcome, rec.Message = decision.OutcomeSkipped, string(reason)
 		return outcome{outcome: metrics.OutcomeUnconstrained, eventType: v1.EventTypeNormal, reason: ReasonPlaced,
 			message: "not in archfilter's scope (" + string(reason) + "); no affinity added", record: rec}
 	}

@@ -87,7 +87,7 @@ func TestSyncOutcomes(t *testing.T) {
 		{name: "no common platform: rejected", policy: config.FailurePolicyIgnore, image: "arm", images: []string{"amd"}, wantArch: string(v1.NodeSelectorOpDoesNotExist), wantReason: ReasonRejected, wantRecord: decision.OutcomeRejected},
 		{
 			name: "skip annotation added while gated: released as it is", policy: config.FailurePolicyIgnore, image: "arm",
-			annotations: map[string]string{annotations.Skip: "true"}, wantReason: ReasonPlaced, wantRecord: decision.OutcomeUnconstrained,
+			annotations: map[string]string{annotations.Skip: "true"}, wantReason: ReasonPlaced, wantRecord: decision.OutcomeSkipped,
 		},
 		{
 			name: "preferred-platforms annotation is written as preferred terms", policy: config.FailurePolicyIgnore, image: "multi",

@@ -20,10 +20,13 @@ import (
 	"k8s.io/client-go/rest"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 	testutils "k8s.io/kubernetes/test/integration/util"
+	"k8s.io/utils/ptr"
 
+	"github.com/archfilter/archfilter/apis/annotations"
 	"github.com/archfilter/archfilter/internal/placement/app"
 	"github.com/archfilter/archfilter/internal/placement/controller"
 	"github.com/archfilter/archfilter/internal/registrytest"
+	"github.com/archfilter/archfilter/pkg/decision"
 	"github.com/archfilter/archfilter/pkg/placement"
 	"github.com/archfilter/archfilter/pkg/podplatform"
 	"github.com/archfilter/archfilter/test/manifests"
@@ -276,17 +279,50 @@ func TestPlacementModeWithStockScheduler(t *testing.T) {
 		pc.scheduledNode("missing")
 	})
 
-	t.Run("conflict with the pod's own constraint", func(t *testing.T) {
+	t.Run("conflict with the pod's own constraint stays Pending, as under the plugin", func(t *testing.T) {
 		pc.defaultPod("conflict", []string{img.arm64Only}, func(p *v1.Pod) {
 			p.Spec.NodeSelector = map[string]string{v1.LabelOSStable: "linux", v1.LabelArchStable: "amd64"}
 		})
 		pod := pc.placed("conflict")
-		if pod.Spec.Affinity != nil {
-			t.Errorf("affinity written despite the conflict: %v", pod.Spec.Affinity)
+		if pod.Spec.Affinity == nil {
+			t.Fatalf("no affinity written: the stock scheduler would put the pod on amd64, where its image does not run")
 		}
-		pc.events("conflict", controller.ReasonConflict)
-		if got := pc.scheduledNode("conflict"); got != "amd64" {
-			t.Errorf("scheduled on %s, want amd64 (its own nodeSelector)", got)
+		pc.events("conflict", controller.ReasonRejected)
+		// The stock scheduler finds no node the written affinity admits.
+		if msg := pc.unschedulableMessage("conflict"); !strings.Contains(msg, "node affinity") {
+			t.Errorf("unschedulable because %q, want the node affinity named", msg)
+		}
+		rec, ok, err := decision.RecordOf(pod)
+		if !ok || err != nil || rec.Outcome != decision.OutcomeRejected || !strings.Contains(rec.Message, decision.ReasonOwnConstraintConflict) {
+			t.Errorf("recorded %+v (%v), want the rejection", rec, err)
+		}
+	})
+
+	t.Run("declared platforms: the annotation decides, as under the plugin", func(t *testing.T) {
+		pc.defaultPod("declared", []string{img.amd64Only}, func(p *v1.Pod) {
+			p.Annotations = map[string]string{annotations.Platforms: "linux/s390x"}
+		})
+		pod := pc.placed("declared")
+		if got := requiredArchs(pod); !slices.Equal(got, []string{"s390x"}) {
+			t.Errorf("requires archs %v, want [s390x] (affinity %v)", got, pod.Spec.Affinity)
+		}
+		if got := pc.scheduledNode("declared"); got != "s390x" {
+			t.Errorf("scheduled on %s, want s390x", got)
+		}
+	})
+
+	t.Run("DaemonSet pods are not gated under daemonSetPolicy Skip", func(t *testing.T) {
+		created := pc.defaultPod("agent", []string{img.arm64Only}, func(p *v1.Pod) {
+			p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "DaemonSet", Name: "agent", UID: "ds-uid", Controller: ptr.To(true)}}
+			p.Spec.Affinity = &v1.Affinity{NodeAffinity: &v1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &v1.NodeSelector{
+				NodeSelectorTerms: []v1.NodeSelectorTerm{{MatchFields: []v1.NodeSelectorRequirement{{Key: metav1.ObjectNameField, Operator: v1.NodeSelectorOpIn, Values: []string{"amd64"}}}}},
+			}}}
+		})
+		if placement.HasGate(created) {
+			t.Errorf("DaemonSet pod gated: %v", created.Spec.SchedulingGates)
+		}
+		if got := pc.scheduledNode("agent"); got != "amd64" {
+			t.Errorf("scheduled on %s, want amd64 (its node pin)", got)
 		}
 	})
 

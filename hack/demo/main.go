@@ -222,6 +222,9 @@ func runDemo(ctx context.Context, args []string) error {
 	}
 
 	var wls []framework.Workload
+	// archfilterScheduler names the pods archfilter places: the demo fails if
+	// one of them is on a node that cannot run its images.
+	var archfilterScheduler string
 	switch *mode {
 	case "secondary":
 		dir, _ := filepath.Abs(filepath.Join(*stateDir, "secondary"))
@@ -239,6 +242,7 @@ func runDemo(ctx context.Context, args []string) error {
 			return fmt.Errorf("%w\n%s", err, g.Logs())
 		}
 		info("leader of lease kube-system/%s after %s", g.SchedulerName(), time.Since(start).Round(100*time.Millisecond))
+		archfilterScheduler = g.SchedulerName()
 		for _, w := range workloads() {
 			w.SchedulerName = g.SchedulerName()
 			wls = append(wls, w)
@@ -249,6 +253,7 @@ func runDemo(ctx context.Context, args []string) error {
 	case "replacement":
 		step("the cluster's default-scheduler is archfilter-scheduler (manifests/scheduler-config/default-scheduler.yaml)")
 		wls = workloads()
+		archfilterScheduler = "default-scheduler"
 	default:
 		return fmt.Errorf("--mode %q: want secondary or replacement", *mode)
 	}
@@ -279,6 +284,9 @@ func runDemo(ctx context.Context, args []string) error {
 		*mode, len(rows), sum["ok"], sum["WRONG"], sum["unschedulable"], sum["pending"], time.Since(start).Round(100*time.Millisecond))
 	for by, n := range wrongBy {
 		fmt.Printf("  WRONG placed by %s: %d\n", by, n)
+	}
+	if n := wrongBy[archfilterScheduler]; n > 0 {
+		return fmt.Errorf("%s mode: archfilter (%s) placed %d pods on nodes that cannot run their images", *mode, archfilterScheduler, n)
 	}
 	return waitErr
 }

@@ -411,12 +411,12 @@ func printDecision(w io.Writer, v *whyView) {
 	d := v.Decision
 	by := "the " + d.By
 	if d.By == decision.ViaScheduler.String() {
-		by = "the scheduler's ArchFilter plugin (schedulerName " + orNone(v.schedulerName) + ")"
+		by = "the ArchFilter plugin of scheduler " + orNone(v.schedulerName)
 	}
 	switch {
 	case v.Recorded != nil:
 		r := v.Recorded
-		writeLine(w, "Decision recorded on the pod by %s at %s (the decision the cluster acted on): %s", r.By, r.At.UTC().Format(time.RFC3339), recordSummary(r))
+		writeLine(w, "Decision recorded on the pod by %s at %s, the one the cluster acted on: %s", r.By, r.At.UTC().Format(time.RFC3339), recordSummary(r))
 		now := d.summary()
 		if recordSummary(&decision.Record{Outcome: d.Outcome, Platforms: d.Platforms, Source: decision.Source(d.Source), Message: d.Message}) == recordSummary(r) {
 			writeLine(w, "Re-resolved now: the same")
@@ -425,9 +425,9 @@ func printDecision(w io.Writer, v *whyView) {
 		}
 	case v.RecordError != "":
 		writeLine(w, "Decision recorded on the pod cannot be read: %s", v.RecordError)
-		writeLine(w, "Decision by %s, re-resolved now: %s", by, d.summary())
+		writeLine(w, "Decision of %s, re-resolved now: %s", by, d.summary())
 	default:
-		writeLine(w, "Decision by %s (none recorded on the pod; re-resolved now): %s", by, d.summary())
+		writeLine(w, "Decision of %s, re-resolved now (none is recorded on the pod): %s", by, d.summary())
 	}
 	if d.Preferred != "" {
 		writeLine(w, "Preferred: %s", d.Preferred)

@@ -12,15 +12,16 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	clientset "k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 	testutils "k8s.io/kubernetes/test/integration/util"
-	"k8s.io/utils/ptr"
 
 	"github.com/archfilter/archfilter/apis/annotations"
 	"github.com/archfilter/archfilter/internal/placement/app"
@@ -123,7 +124,41 @@ func applyPlacementRBAC(t *testing.T, cs clientset.Interface) string {
 	if user == "" {
 		t.Fatal("manifests/overlays/placement has no ServiceAccount")
 	}
+	waitAuthorized(t, cs, user, objs)
 	return user
+}
+
+// waitAuthorized waits until the apiserver's authorizer grants user the first
+// verb of every rule of the Roles and ClusterRoles in objs: RBAC objects take
+// effect when the authorizer's informers see them, which a busy machine delays.
+func waitAuthorized(t *testing.T, cs clientset.Interface, user string, objs []runtime.Object) {
+	t.Helper()
+	var attrs []authorizationv1.ResourceAttributes
+	add := func(ns string, rules []rbacv1.PolicyRule) {
+		for _, r := range rules {
+			a := authorizationv1.ResourceAttributes{Namespace: ns, Verb: r.Verbs[0], Group: r.APIGroups[0], Resource: r.Resources[0]}
+			if len(r.ResourceNames) > 0 {
+				a.Name = r.ResourceNames[0]
+			}
+			attrs = append(attrs, a)
+		}
+	}
+	for _, r := range manifests.Of[*rbacv1.ClusterRole](objs) {
+		add("", r.Rules)
+	}
+	for _, r := range manifests.Of[*rbacv1.Role](objs) {
+		add(r.Namespace, r.Rules)
+	}
+	for _, a := range attrs {
+		err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+			sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{User: user, ResourceAttributes: &a}}
+			got, err := cs.AuthorizationV1().SubjectAccessReviews().Create(ctx, sar, metav1.CreateOptions{})
+			return err == nil && got.Status.Allowed, nil
+		})
+		if err != nil {
+			t.Fatalf("%s is not granted %+v: %v", user, a, err)
+		}
+	}
 }
 
 func freeLoopbackAddr(t *testing.T) string {
@@ -312,12 +347,7 @@ func TestPlacementModeWithStockScheduler(t *testing.T) {
 	})
 
 	t.Run("DaemonSet pods are not gated under daemonSetPolicy Skip", func(t *testing.T) {
-		created := pc.defaultPod("agent", []string{img.arm64Only}, func(p *v1.Pod) {
-			p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "DaemonSet", Name: "agent", UID: "ds-uid", Controller: ptr.To(true)}}
-			p.Spec.Affinity = &v1.Affinity{NodeAffinity: &v1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &v1.NodeSelector{
-				NodeSelectorTerms: []v1.NodeSelectorTerm{{MatchFields: []v1.NodeSelectorRequirement{{Key: metav1.ObjectNameField, Operator: v1.NodeSelectorOpIn, Values: []string{"amd64"}}}}},
-			}}}
-		})
+		created := pc.defaultPod("agent", []string{img.arm64Only}, daemonSetPod("amd64"))
 		if placement.HasGate(created) {
 			t.Errorf("DaemonSet pod gated: %v", created.Spec.SchedulingGates)
 		}

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -27,6 +28,7 @@ import (
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/component-base/cli/globalflag"
 	"k8s.io/component-base/metrics/legacyregistry"
 	"k8s.io/klog/v2"
@@ -53,8 +55,18 @@ const (
 	leaseRetryPeriod = 2 * time.Second
 )
 
-// certCheckInterval is how often the certificate's expiry is checked.
-const certCheckInterval = time.Hour
+// certCheckInterval is how often the certificate's expiry is checked;
+// externalCertCheckInterval how often a certificate issued by someone else
+// (--cert-secret-external) is re-read, and externalCertWait how often it is
+// tried at start until it exists.
+const (
+	certCheckInterval         = time.Hour
+	externalCertCheckInterval = time.Minute
+	externalCertWait          = 2 * time.Second
+)
+
+// stopDeploymentTimeout bounds the wait for --stop-deployment's pods to go.
+const stopDeploymentTimeout = 3 * time.Minute
 
 // namespaceGetTimeout bounds the read of a namespace the informer has not seen,
 // inside the webhook's own timeout.
@@ -81,6 +93,9 @@ func NewCommand() *cobra.Command {
 // uninstall) until ctx is done.
 func Run(ctx context.Context, o *Options) error {
 	logger := klog.FromContext(ctx)
+	if err := o.Validate(); err != nil {
+		return err
+	}
 	args, err := o.LoadArgs()
 	if err != nil {
 		return err
@@ -101,7 +116,8 @@ func Run(ctx context.Context, o *Options) error {
 		return err
 	}
 	excluded := sets.New(args.ExcludedNamespaces...).Insert(o.Namespace)
-	reg := webhook.Registration{Name: o.WebhookConfigName, URL: o.WebhookURL, ExcludedNamespaces: excluded, NamespaceSelector: args.NamespaceSelector}
+	reg := webhook.Registration{Name: o.WebhookConfigName, URL: o.WebhookURL, ExcludedNamespaces: excluded, NamespaceSelector: args.NamespaceSelector,
+		TimeoutSeconds: int32(o.WebhookTimeout / time.Second)}
 	if o.WebhookURL == "" {
 		reg.Service = &admissionregistrationv1.ServiceReference{Namespace: o.Namespace, Name: o.ServiceName, Port: ptr.To(o.ServicePort)}
 	}
@@ -113,8 +129,9 @@ func Run(ctx context.Context, o *Options) error {
 	recorder := broadcaster.NewRecorder(scheme.Scheme, v1.EventSource{Component: component})
 
 	if o.RemoveGates {
-		return uninstall(ctx, client, reg, recorder)
+		return o.uninstall(ctx, client, reg, recorder)
 	}
+	metrics.MaxGatedSeconds.Set(o.MaxGated.Seconds())
 
 	addr, err := o.listenAddress()
 	if err != nil {
@@ -127,10 +144,25 @@ func Run(ctx context.Context, o *Options) error {
 	if err != nil {
 		return err
 	}
-	if err := cm.Ensure(ctx); err != nil {
-		return err
+	if o.CertSecretExternal {
+		// cert-manager issues it shortly after the install: wait, saying why.
+		err := wait.PollUntilContextCancel(ctx, externalCertWait, true, func(ctx context.Context) (bool, error) {
+			err := cm.Ensure(ctx)
+			if err != nil {
+				logger.Info("Waiting for the webhook's certificate", "err", err)
+			}
+			return err == nil, nil
+		})
+		if err != nil {
+			return fmt.Errorf("waiting for Secret %s/%s: %w", o.Namespace, o.CertSecret, err)
+		}
+		go cm.Run(ctx, externalCertCheckInterval)
+	} else {
+		if err := cm.Ensure(ctx); err != nil {
+			return err
+		}
+		go cm.Run(ctx, certCheckInterval)
 	}
-	go cm.Run(ctx, certCheckInterval)
 
 	factory := informers.NewSharedInformerFactory(client, 0)
 	rc, err := registryclient.New(ctx, args, factory)
@@ -255,6 +287,7 @@ func (o *Options) certManager(ctx context.Context, client kubernetes.Interface, 
 		Namespace:  o.Namespace,
 		SecretName: o.CertSecret,
 		Validity:   o.CertValidity,
+		External:   o.CertSecretExternal,
 		OnCABundle: func(ctx context.Context, bundle []byte) error { return reg.Apply(ctx, client, bundle) },
 	}
 	if o.WebhookURL != "" {
@@ -278,11 +311,20 @@ func (o *Options) certManager(ctx context.Context, client kubernetes.Interface, 
 	return certs.New(opts)
 }
 
-// uninstall deletes the webhook configuration, so no new pod is gated, then
-// removes the gate from every pod; it repeats until a pass finds none, for
-// pods admitted while the deletion propagated.
-func uninstall(ctx context.Context, client kubernetes.Interface, reg webhook.Registration, recorder record.EventRecorder) error {
+// uninstall stops the companion's Deployment when asked (--stop-deployment:
+// nothing running re-creates the webhook configuration then), deletes the
+// webhook configuration, so no new pod is gated, then removes the gate from
+// every pod, repeating until a pass finds none (pods admitted while the
+// deletion propagated), and last, with --stop-deployment (an installer's
+// uninstall, Helm's hook), deletes what the companion created at run time:
+// its Lease and the certificate Secret it wrote. Every failure is returned.
+func (o *Options) uninstall(ctx context.Context, client kubernetes.Interface, reg webhook.Registration, recorder record.EventRecorder) error {
 	logger := klog.FromContext(ctx)
+	if o.StopDeployment != "" {
+		if err := stopDeployment(ctx, client, o.Namespace, o.StopDeployment); err != nil {
+			return err
+		}
+	}
 	if err := reg.Delete(ctx, client); err != nil {
 		return err
 	}
@@ -302,7 +344,85 @@ func uninstall(ctx context.Context, client kubernetes.Interface, reg webhook.Reg
 		case <-time.After(time.Second):
 		}
 	}
+	if o.StopDeployment != "" {
+		if err := o.deleteRunState(ctx, client); err != nil {
+			return err
+		}
+	}
 	logger.Info("Placement mode uninstalled", "webhookConfiguration", reg.Name, "podsReleased", total)
+	return nil
+}
+
+// stopDeployment scales the Deployment to zero and waits until none of its
+// pods is left.
+func stopDeployment(ctx context.Context, client kubernetes.Interface, namespace, name string) error {
+	logger := klog.FromContext(ctx)
+	deployments := client.AppsV1().Deployments(namespace)
+	d, err := deployments.Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		logger.Info("Deployment to stop does not exist", "deployment", klog.KRef(namespace, name))
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("--stop-deployment: reading Deployment %s/%s: %w", namespace, name, err)
+	}
+	selector, err := metav1.LabelSelectorAsSelector(d.Spec.Selector)
+	if err != nil {
+		return fmt.Errorf("--stop-deployment: Deployment %s/%s: %w", namespace, name, err)
+	}
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		scale, err := deployments.GetScale(ctx, name, metav1.GetOptions{})
+		if err != nil || scale.Spec.Replicas == 0 {
+			return err
+		}
+		scale.Spec.Replicas = 0
+		_, err = deployments.UpdateScale(ctx, name, scale, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("--stop-deployment: scaling Deployment %s/%s to zero: %w", namespace, name, err)
+	}
+	logger.Info("Scaled to zero, waiting for its pods to go", "deployment", klog.KRef(namespace, name))
+	var left int
+	err = wait.PollUntilContextTimeout(ctx, time.Second, stopDeploymentTimeout, true, func(ctx context.Context) (bool, error) {
+		pods, err := client.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: selector.String()})
+		if err != nil {
+			return false, err
+		}
+		left = len(pods.Items)
+		return left == 0, nil
+	})
+	if err != nil {
+		return fmt.Errorf("--stop-deployment: %d pod(s) of Deployment %s/%s still there: %w", left, namespace, name, err)
+	}
+	return nil
+}
+
+// deleteRunState deletes the Lease (--lease-name) and the certificate Secret
+// the companion created (one it wrote carries its managed-by label; an
+// external one is its issuer's), missing ones being no error.
+func (o *Options) deleteRunState(ctx context.Context, client kubernetes.Interface) error {
+	err := client.CoordinationV1().Leases(o.Namespace).Delete(ctx, o.LeaseName, metav1.DeleteOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("deleting Lease %s/%s: %w", o.Namespace, o.LeaseName, err)
+	}
+	if o.CertSecret == "" || o.CertSecretExternal {
+		return nil
+	}
+	secret, err := client.CoreV1().Secrets(o.Namespace).Get(ctx, o.CertSecret, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("reading Secret %s/%s: %w", o.Namespace, o.CertSecret, err)
+	}
+	if secret.Labels[certs.ManagedByLabel] != certs.ManagedBy {
+		return nil
+	}
+	err = client.CoreV1().Secrets(o.Namespace).Delete(ctx, o.CertSecret, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &secret.UID}})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("deleting Secret %s/%s: %w", o.Namespace, o.CertSecret, err)
+	}
 	return nil
 }
 

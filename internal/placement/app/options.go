@@ -31,12 +31,15 @@ type Options struct {
 	Listen             string
 	WebhookConfigName  string
 	CertSecret         string
+	CertSecretExternal bool
 	CertValidity       time.Duration
+	WebhookTimeout     time.Duration
 	MaxGated           time.Duration
 	Workers            int
 	MetricsAddr        string
 	SkipSchedulerNames []string
 	RemoveGates        bool
+	StopDeployment     string
 	LeaderElect        bool
 	LeaseName          string
 
@@ -58,6 +61,7 @@ func NewOptions() *Options {
 		WebhookConfigName:  "archfilter-placement",
 		CertSecret:         "archfilter-placement-tls",
 		CertValidity:       365 * 24 * time.Hour,
+		WebhookTimeout:     5 * time.Second,
 		MaxGated:           2 * time.Minute,
 		Workers:            4,
 		SkipSchedulerNames: []string{"archfilter-scheduler"},
@@ -77,7 +81,9 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Listen, "listen", o.Listen, "address the webhook serves TLS on; with --webhook-url, defaults to its host:port")
 	fs.StringVar(&o.WebhookConfigName, "webhook-config-name", o.WebhookConfigName, "the MutatingWebhookConfiguration this process creates and owns")
 	fs.StringVar(&o.CertSecret, "cert-secret", o.CertSecret, "Secret in --namespace holding the CA and serving certificate; empty keeps them in memory")
+	fs.BoolVar(&o.CertSecretExternal, "cert-secret-external", o.CertSecretExternal, "--cert-secret is issued by someone else (cert-manager): read its tls.crt, tls.key and ca.crt, publish ca.crt as the webhook's CA bundle, never write it; re-read every minute")
 	fs.DurationVar(&o.CertValidity, "cert-validity", o.CertValidity, "serving certificate lifetime; renewed when a third is left")
+	fs.DurationVar(&o.WebhookTimeout, "webhook-timeout", o.WebhookTimeout, "how long the apiserver waits for the webhook (whole seconds, 1s to 30s); past it the pod is created ungated")
 	fs.DurationVar(&o.MaxGated, "max-gated", o.MaxGated, "longest a pod keeps the gate, counted from its creation")
 	fs.IntVar(&o.Workers, "workers", o.Workers, "pods handled in parallel")
 	fs.StringVar(&o.MetricsAddr, "metrics-addr", o.MetricsAddr, "address for /metrics and /healthz; empty disables")
@@ -85,6 +91,21 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "run the controller only in the replica holding the Lease --lease-name in --namespace (every replica serves the webhook)")
 	fs.StringVar(&o.LeaseName, "lease-name", o.LeaseName, "the Lease --leader-elect uses")
 	fs.BoolVar(&o.RemoveGates, "remove-gates", o.RemoveGates, "uninstall: delete the webhook configuration, remove the gate from every pod, exit")
+	fs.StringVar(&o.StopDeployment, "stop-deployment", o.StopDeployment, "with --remove-gates (an installer's uninstall): first scale this Deployment in --namespace (the companion's own) to zero and wait until its pods are gone, so that no replica re-creates the webhook configuration; last delete the Lease --lease-name and the --cert-secret the companion wrote")
+}
+
+// Validate checks the flags that do not depend on the cluster.
+func (o *Options) Validate() error {
+	if o.WebhookTimeout < time.Second || o.WebhookTimeout > 30*time.Second || o.WebhookTimeout%time.Second != 0 {
+		return fmt.Errorf("--webhook-timeout %v: want whole seconds from 1s to 30s (the apiserver's range)", o.WebhookTimeout)
+	}
+	if o.CertSecretExternal && o.CertSecret == "" {
+		return fmt.Errorf("--cert-secret-external needs --cert-secret (the Secret cert-manager writes)")
+	}
+	if o.StopDeployment != "" && !o.RemoveGates {
+		return fmt.Errorf("--stop-deployment %s: only with --remove-gates", o.StopDeployment)
+	}
+	return nil
 }
 
 // listenAddress is where the webhook serves.

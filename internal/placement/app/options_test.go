@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -99,12 +100,42 @@ func TestWebhookURLAndListen(t *testing.T) {
 
 func TestCommandFlags(t *testing.T) {
 	cmd := NewCommand()
-	if err := cmd.ParseFlags([]string{"--kubeconfig", "/k", "--webhook-url", "https://127.0.0.1:1", "--insecure-registries", "a:1,b:2", "--cert-secret=", "--remove-gates"}); err != nil {
+	if err := cmd.ParseFlags([]string{"--kubeconfig", "/k", "--webhook-url", "https://127.0.0.1:1", "--insecure-registries", "a:1,b:2", "--cert-secret=", "--remove-gates",
+		"--webhook-timeout=12s", "--cert-secret-external", "--stop-deployment=archfilter-placement"}); err != nil {
 		t.Fatal(err)
 	}
-	for flag, want := range map[string]string{"kubeconfig": "/k", "webhook-url": "https://127.0.0.1:1", "insecure-registries": "[a:1,b:2]", "cert-secret": "", "remove-gates": "true"} {
+	for flag, want := range map[string]string{"kubeconfig": "/k", "webhook-url": "https://127.0.0.1:1", "insecure-registries": "[a:1,b:2]", "cert-secret": "", "remove-gates": "true",
+		"webhook-timeout": "12s", "cert-secret-external": "true", "stop-deployment": "archfilter-placement"} {
 		if got := cmd.Flags().Lookup(flag).Value.String(); got != want {
 			t.Errorf("--%s = %q, want %q", flag, got, want)
 		}
+	}
+}
+
+func TestValidate(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		set     func(*Options)
+		wantErr string
+	}{
+		{name: "defaults"},
+		{name: "a timeout of 30s", set: func(o *Options) { o.WebhookTimeout = 30 * time.Second }},
+		{name: "timeout under a second", set: func(o *Options) { o.WebhookTimeout = 500 * time.Millisecond }, wantErr: "--webhook-timeout"},
+		{name: "timeout over 30s", set: func(o *Options) { o.WebhookTimeout = 31 * time.Second }, wantErr: "--webhook-timeout"},
+		{name: "timeout not whole seconds", set: func(o *Options) { o.WebhookTimeout = 2500 * time.Millisecond }, wantErr: "--webhook-timeout"},
+		{name: "external certificate without a Secret", set: func(o *Options) { o.CertSecretExternal, o.CertSecret = true, "" }, wantErr: "--cert-secret-external needs --cert-secret"},
+		{name: "stop a Deployment without uninstalling", set: func(o *Options) { o.StopDeployment = "archfilter-placement" }, wantErr: "--stop-deployment"},
+		{name: "stop a Deployment when uninstalling", set: func(o *Options) { o.StopDeployment, o.RemoveGates = "archfilter-placement", true }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := NewOptions()
+			if tc.set != nil {
+				tc.set(o)
+			}
+			err := o.Validate()
+			if tc.wantErr == "" && err != nil || tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)) {
+				t.Errorf("Validate() = %v, want %q", err, tc.wantErr)
+			}
+		})
 	}
 }

@@ -41,6 +41,13 @@ const (
 	KeyCABundle = "ca-bundle.crt"
 )
 
+// ManagedByLabel, set to ManagedBy, marks the Secret this package created,
+// which the uninstall deletes.
+const (
+	ManagedByLabel = "app.kubernetes.io/managed-by"
+	ManagedBy      = "archfilter-placement"
+)
+
 // caValidityFactor: the CA lives this many serving-certificate lifetimes.
 const caValidityFactor = 10
 
@@ -55,8 +62,11 @@ type Options struct {
 	DNSNames []string
 	IPs      []net.IP
 	// Validity is the serving certificate's lifetime; it is renewed when a
-	// third of it is left.
+	// third of it is left. Unused when External.
 	Validity time.Duration
+	// External means someone else issues and renews the Secret (cert-manager):
+	// it is read, never written, and its ca.crt is the CA bundle published.
+	External bool
 	// OnCABundle is called with the CA bundle whenever it may have changed,
 	// before the new serving certificate is served.
 	OnCABundle func(ctx context.Context, bundle []byte) error
@@ -77,10 +87,13 @@ type Manager struct {
 
 // New returns a Manager; Ensure loads or creates the first certificate.
 func New(opts Options) (*Manager, error) {
-	if opts.Validity <= 0 {
+	if opts.External && (opts.Client == nil || opts.SecretName == "") {
+		return nil, errors.New("certificate: an external certificate needs a client and a Secret name")
+	}
+	if opts.Validity <= 0 && !opts.External {
 		return nil, fmt.Errorf("certificate validity %v: must be positive", opts.Validity)
 	}
-	if len(opts.DNSNames) == 0 && len(opts.IPs) == 0 {
+	if len(opts.DNSNames) == 0 && len(opts.IPs) == 0 && !opts.External {
 		return nil, errors.New("certificate: no DNS name or IP address to serve")
 	}
 	if opts.Now == nil {
@@ -121,6 +134,9 @@ func (m *Manager) Run(ctx context.Context, interval time.Duration) {
 func (m *Manager) Ensure(ctx context.Context) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.opts.External {
+		return m.ensureExternal(ctx)
+	}
 	for range 5 {
 		secret, err := m.load(ctx)
 		if err != nil {
@@ -158,6 +174,41 @@ func (m *Manager) Ensure(ctx context.Context) error {
 	return fmt.Errorf("Secret %s/%s: too many conflicting updates", m.opts.Namespace, m.opts.SecretName)
 }
 
+// ensureExternal serves the Secret someone else issued, as it is: its
+// ca.crt is published first, so the apiserver trusts the certificate before it
+// is served. A Secret not issued yet is an error (the caller retries).
+func (m *Manager) ensureExternal(ctx context.Context) error {
+	secret, err := m.load(ctx)
+	if err != nil {
+		return err
+	}
+	where := fmt.Sprintf("Secret %s/%s", m.opts.Namespace, m.opts.SecretName)
+	if secret == nil {
+		return fmt.Errorf("%s does not exist (yet): the certificate's issuer (cert-manager) writes it", where)
+	}
+	for _, k := range []string{KeyTLSCert, KeyTLSKey, KeyCACert} {
+		if len(secret.Data[k]) == 0 {
+			return fmt.Errorf("%s has no %s (yet): the certificate's issuer (cert-manager) writes it", where, k)
+		}
+	}
+	cert, err := tls.X509KeyPair(secret.Data[KeyTLSCert], secret.Data[KeyTLSKey])
+	if err != nil {
+		return fmt.Errorf("serving certificate in %s: %w", where, err)
+	}
+	bundle := secret.Data[KeyCACert]
+	if old := m.bundle.Load(); old != nil && bytes.Equal(*old, bundle) && m.current.Load() != nil && bytes.Equal(m.current.Load().Certificate[0], cert.Certificate[0]) {
+		return nil
+	}
+	if m.opts.OnCABundle != nil {
+		if err := m.opts.OnCABundle(ctx, bundle); err != nil {
+			return fmt.Errorf("publishing the CA bundle: %w", err)
+		}
+	}
+	m.bundle.Store(&bundle)
+	m.current.Store(&cert)
+	return nil
+}
+
 func (m *Manager) persistent() bool { return m.opts.Client != nil && m.opts.SecretName != "" }
 
 func (m *Manager) load(ctx context.Context) (*v1.Secret, error) {
@@ -186,7 +237,7 @@ func (m *Manager) store(ctx context.Context, old *v1.Secret, data map[string][]b
 	var err error
 	if old == nil {
 		_, err = secrets.Create(ctx, &v1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Name: m.opts.SecretName, Namespace: m.opts.Namespace, Labels: map[string]string{"app.kubernetes.io/managed-by": "archfilter-placement"}},
+			ObjectMeta: metav1.ObjectMeta{Name: m.opts.SecretName, Namespace: m.opts.Namespace, Labels: map[string]string{ManagedByLabel: ManagedBy}},
 			Type:       v1.SecretTypeTLS,
 			Data:       data,
 		}, metav1.CreateOptions{})

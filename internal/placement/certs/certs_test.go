@@ -6,9 +6,11 @@ import (
 	"crypto/x509"
 	"net"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/klog/v2/ktesting"
@@ -160,5 +162,74 @@ func TestNewRejects(t *testing.T) {
 	}
 	if _, err := New(Options{DNSNames: []string{"a"}}); err == nil {
 		t.Error("New without validity succeeded")
+	}
+}
+
+// TestManagerExternal: a Secret issued by someone else (cert-manager) is
+// waited for, served as it is with its ca.crt published, never written, and
+// followed when it is renewed.
+func TestManagerExternal(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	client := fake.NewClientset()
+	var published [][]byte
+	m, err := New(Options{Client: client, Namespace: "ns", SecretName: "issued", External: true,
+		OnCABundle: func(_ context.Context, b []byte) error { published = append(published, b); return nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// ensure is Ensure, which only ever reads the Secret.
+	ensure := func() error {
+		client.ClearActions()
+		err := m.Ensure(ctx)
+		for _, a := range client.Actions() {
+			if a.GetVerb() != "get" {
+				t.Errorf("the external Secret was written: %s %s", a.GetVerb(), a.GetResource().Resource)
+			}
+		}
+		return err
+	}
+	if err := ensure(); err == nil || !strings.Contains(err.Error(), "ns/issued does not exist") {
+		t.Fatalf("Ensure before the Secret exists: %v, want an error naming it", err)
+	}
+	// What an issuer writes: mint one with a self-managed Manager in memory.
+	issue := func() map[string][]byte {
+		src, err := New(Options{IPs: []net.IP{net.IPv4(127, 0, 0, 1)}, Validity: time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := src.Ensure(ctx); err != nil {
+			t.Fatal(err)
+		}
+		return map[string][]byte{KeyTLSCert: src.memory[KeyTLSCert], KeyTLSKey: src.memory[KeyTLSKey], KeyCACert: src.memory[KeyCACert]}
+	}
+	secret := &v1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "issued"}, Data: map[string][]byte{KeyTLSCert: []byte("x")}}
+	if _, err := client.CoreV1().Secrets("ns").Create(ctx, secret, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := ensure(); err == nil || !strings.Contains(err.Error(), "has no tls.key") {
+		t.Fatalf("Ensure on a Secret being issued: %v, want an error naming the missing key", err)
+	}
+	secret.Data = issue()
+	if _, err := client.CoreV1().Secrets("ns").Update(ctx, secret, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := ensure(); err != nil {
+		t.Fatal(err)
+	}
+	if err := handshake(t, m, published[len(published)-1], nil); err != nil {
+		t.Errorf("TLS with the published ca.crt: %v", err)
+	}
+	if err := ensure(); err != nil || len(published) != 1 {
+		t.Errorf("unchanged Secret: %v, published %d times, want once", err, len(published))
+	}
+	secret.Data = issue() // renewed, under a new CA
+	if _, err := client.CoreV1().Secrets("ns").Update(ctx, secret, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := ensure(); err != nil || len(published) != 2 {
+		t.Fatalf("renewed Secret: %v, published %d times, want twice", err, len(published))
+	}
+	if err := handshake(t, m, secret.Data[KeyCACert], nil); err != nil {
+		t.Errorf("TLS after renewal with the new ca.crt: %v", err)
 	}
 }

@@ -53,6 +53,14 @@ var (
 		Help:           "Pods whose node affinity the placement controller wrote.",
 		StabilityLevel: metrics.ALPHA,
 	})
+	// MaxGatedSeconds is --max-gated: alerts compare the gated time with it,
+	// and its presence says a companion runs.
+	MaxGatedSeconds = metrics.NewGauge(&metrics.GaugeOpts{
+		Subsystem:      subsystem,
+		Name:           "max_gated_seconds",
+		Help:           "The companion's --max-gated: the longest a pod keeps the gate before the failure policy's outcome applies.",
+		StabilityLevel: metrics.ALPHA,
+	})
 	// FailOpen counts pods released without added affinity, by reason.
 	FailOpen = metrics.NewCounterVec(&metrics.CounterOpts{
 		Subsystem:      subsystem,
@@ -67,6 +75,6 @@ var registerOnce sync.Once
 // Register adds the metrics to the legacy registry, once.
 func Register() {
 	registerOnce.Do(func() {
-		legacyregistry.MustRegister(PodsGated, NotGated, GatedSeconds, AffinityWritten, FailOpen)
+		legacyregistry.MustRegister(PodsGated, NotGated, GatedSeconds, AffinityWritten, FailOpen, MaxGatedSeconds)
 	})
 }

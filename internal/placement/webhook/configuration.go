@@ -1,6 +1,7 @@
 package webhook
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 
@@ -35,7 +36,13 @@ type Registration struct {
 	// webhook's: the apiserver does not call the webhook for pods of other
 	// namespaces (the handler checks again). Nil selects every namespace.
 	NamespaceSelector *metav1.LabelSelector
+	// TimeoutSeconds is how long the apiserver waits for an answer before it
+	// creates the pod ungated (failurePolicy Ignore); 0 means DefaultTimeoutSeconds.
+	TimeoutSeconds int32
 }
+
+// DefaultTimeoutSeconds is the webhook's timeout when none is given.
+const DefaultTimeoutSeconds = 5
 
 // Configuration is the MutatingWebhookConfiguration for r with caBundle.
 func (r Registration) Configuration(caBundle []byte) *admissionregistrationv1.MutatingWebhookConfiguration {
@@ -64,7 +71,7 @@ func (r Registration) Configuration(caBundle []byte) *admissionregistrationv1.Mu
 			SideEffects:             &none,
 			NamespaceSelector:       r.namespaceSelector(),
 			AdmissionReviewVersions: []string{"v1"},
-			TimeoutSeconds:          ptr.To[int32](5),
+			TimeoutSeconds:          ptr.To(cmp.Or(r.TimeoutSeconds, DefaultTimeoutSeconds)),
 			ReinvocationPolicy:      ptr.To(admissionregistrationv1.NeverReinvocationPolicy),
 		}},
 	}

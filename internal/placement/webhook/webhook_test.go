@@ -160,6 +160,13 @@ func TestConfiguration(t *testing.T) {
 			t.Errorf("namespace %v selected: %v, want %v", tc.labels, got, tc.want)
 		}
 	}
+	if got := *w.TimeoutSeconds; got != DefaultTimeoutSeconds {
+		t.Errorf("timeoutSeconds %d, want the default %d", got, DefaultTimeoutSeconds)
+	}
+	r.TimeoutSeconds = 12
+	if got := *r.Configuration(nil).Webhooks[0].TimeoutSeconds; got != 12 {
+		t.Errorf("timeoutSeconds %d, want --webhook-timeout's 12", got)
+	}
 }
 
 // applyGatePatch applies the two JSON patch forms the webhook emits (add the

@@ -91,6 +91,9 @@ type deps struct {
 	resolver    resolver.Interface
 	credentials credentialSource
 	clock       clock.WithDelayedExecution
+	// leading says whether this process leads; nil reads the process's leader
+	// election (leader.go).
+	leading func() bool
 }
 
 func newPlugin(ctx context.Context, args *config.ArchFilterArgs, h schedfw.Handle, d deps) (*ArchFilter, error) {
@@ -112,7 +115,12 @@ func newPlugin(ctx context.Context, args *config.ArchFilterArgs, h schedfw.Handl
 		platforms:   newPlatformTable(),
 		clock:       d.clock,
 	}
-	pl.events = podEvents{recorder: h.EventRecorder()}
+	if d.leading == nil {
+		l := processLeadership()
+		go l.run(ctx, leadershipInterval)
+		d.leading = l.Leading
+	}
+	pl.events = podEvents{recorder: h.EventRecorder(), leading: d.leading}
 	pl.held = newHeldPods(d.clock, pl.activate)
 	pl.held.onSlow = pl.events.waiting
 	pl.held.onResolved = pl.announce

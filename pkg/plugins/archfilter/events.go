@@ -24,14 +24,18 @@ const (
 	action                 = "Scheduling"
 )
 
-// podEvents records events through the framework's recorder; nil-safe so
-// tests without a recorder need no stand-in.
+// podEvents records events through the framework's recorder, while this
+// process leads: a standby resolves pending pods' images too (leader.go), but
+// writes nothing; the leader records the same events. Nil-safe, so tests
+// without a recorder need no stand-in.
 type podEvents struct {
 	recorder events.EventRecorder
+	// leading is nil or says whether this process leads.
+	leading func() bool
 }
 
 func (e podEvents) record(pod *v1.Pod, eventType, reason, note string, args ...any) {
-	if e.recorder != nil {
+	if e.recorder != nil && (e.leading == nil || e.leading()) {
 		e.recorder.Eventf(pod, nil, eventType, reason, action, note, args...)
 	}
 }

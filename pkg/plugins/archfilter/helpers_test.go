@@ -419,6 +419,8 @@ type harnessConfig struct {
 	nodes   []*v1.Node                 // nil: testNodes()
 	objects []runtime.Object           // namespaces, pods
 	results map[string]resolver.Result // nil: standardResults
+	// standby: the process does not lead (leader.go).
+	standby bool
 }
 
 type harness struct {
@@ -501,7 +503,7 @@ func newHarness(t testing.TB, ctx context.Context, hc harnessConfig) *harness {
 	}
 	res := newFakeResolver(t, clk, hc.results)
 	creds := &fakeCredentials{}
-	pl, err := newPlugin(ctx, hc.args, fh, deps{resolver: res, credentials: creds, clock: clk})
+	pl, err := newPlugin(ctx, hc.args, fh, deps{resolver: res, credentials: creds, clock: clk, leading: func() bool { return !hc.standby }})
 	if err != nil {
 		t.Fatalf("newPlugin: %v", err)
 	}

@@ -35,7 +35,7 @@ profiles:
     {{- end }}
   pluginConfig:
   - name: ArchFilter
-    {{- with .Values.archFilterArgs }}
+    {{- with fromYaml (include "archfilter.archFilterArgs" .) }}
     args:
       {{- toYaml . | nindent 6 }}
     {{- else }}

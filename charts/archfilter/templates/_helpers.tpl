@@ -78,3 +78,183 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- fail (printf "%s: the cluster does not serve %s (install the Prometheus Operator's CRDs, or for helm template pass --api-versions %s)" .value $gvk $gvk) -}}
 {{- end -}}
 {{- end -}}
+
+{{/* The scheduler is installed (scheduler.enabled; off: the placement mode alone). */}}
+{{- define "archfilter.schedulerEnabled" -}}
+{{- if .Values.scheduler.enabled }}true{{ end -}}
+{{- end -}}
+
+{{/*
+ArchFilterArgs, one values block for both front-ends: the scheduler's
+pluginConfig args and the placement companion's --args file render it, so
+both decide alike. With credentialProviders.enabled, the files the chart
+mounts are named unless archFilterArgs names its own.
+*/}}
+{{- define "archfilter.archFilterArgs" -}}
+{{- $args := deepCopy (default dict .Values.archFilterArgs) -}}
+{{- if .Values.credentialProviders.enabled -}}
+{{- if not $args.credentialProviderConfig }}{{ $_ := set $args "credentialProviderConfig" "/etc/archfilter-credential-providers/config.yaml" }}{{ end -}}
+{{- if not $args.credentialProviderBinDir }}{{ $_ := set $args "credentialProviderBinDir" "/usr/libexec/archfilter/credential-providers" }}{{ end -}}
+{{- end -}}
+{{- toYaml $args -}}
+{{- end -}}
+
+{{/* Volumes (and mounts) both pods get for credential providers. */}}
+{{- define "archfilter.credentialProviderVolumes" -}}
+{{- if .Values.credentialProviders.enabled }}
+- name: credential-provider-config
+  configMap:
+    name: {{ include "archfilter.fullname" . }}-credential-providers
+- name: credential-provider-bin
+  hostPath:
+    path: {{ .Values.credentialProviders.hostPath }}
+    type: Directory
+{{- end }}
+{{- end -}}
+
+{{- define "archfilter.credentialProviderMounts" -}}
+{{- if .Values.credentialProviders.enabled }}
+- name: credential-provider-config
+  mountPath: /etc/archfilter-credential-providers
+  readOnly: true
+- name: credential-provider-bin
+  mountPath: /usr/libexec/archfilter/credential-providers
+  readOnly: true
+{{- end }}
+{{- end -}}
+
+{{/* The placement mode's objects: archfilter-placement, or <fullnameOverride>-placement. */}}
+{{- define "archfilter.placement.name" -}}
+{{- if .Values.fullnameOverride -}}
+{{- printf "%s-placement" .Values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+archfilter-placement
+{{- end -}}
+{{- end -}}
+
+{{- define "archfilter.placement.leaseName" -}}
+{{- default (include "archfilter.placement.name" .) .Values.placement.leaderElection.leaseName -}}
+{{- end -}}
+
+{{- define "archfilter.placement.certSecret" -}}
+{{- printf "%s-tls" (include "archfilter.placement.name" .) -}}
+{{- end -}}
+
+{{/* The companion's image: repository[:tag][@digest]; the tag defaults to appVersion. */}}
+{{- define "archfilter.placement.image" -}}
+{{- $img := .Values.placement.image -}}
+{{- $tag := default .Chart.AppVersion $img.tag -}}
+{{- if eq $tag "latest" -}}
+{{- fail "placement.image.tag: \"latest\" is not allowed; name a release (the chart's appVersion is the default) or pin placement.image.digest" -}}
+{{- end -}}
+{{- if and $img.digest $img.tag -}}
+{{- printf "%s:%s@%s" $img.repository $tag $img.digest -}}
+{{- else if $img.digest -}}
+{{- printf "%s@%s" $img.repository $img.digest -}}
+{{- else -}}
+{{- printf "%s:%s" $img.repository $tag -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "archfilter.placement.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "archfilter.placement.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{- define "archfilter.placement.labels" -}}
+{{ include "archfilter.placement.selectorLabels" . }}
+app.kubernetes.io/component: placement
+app.kubernetes.io/part-of: archfilter
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
+{{- end -}}
+
+{{/* The schedulers whose pods the companion leaves to their ArchFilter plugin. */}}
+{{- define "archfilter.placement.skipSchedulerNames" -}}
+{{- if .Values.placement.skipSchedulerNames -}}
+{{- join "," .Values.placement.skipSchedulerNames -}}
+{{- else if include "archfilter.schedulerEnabled" . -}}
+{{- include "archfilter.schedulerName" . -}}
+{{- else -}}
+archfilter-scheduler
+{{- end -}}
+{{- end -}}
+
+{{/*
+The companion's --args file: archFilterArgs without the fields only a
+scheduler can honour (archTaintToleration: a taint wrapper in the scheduler's
+profile; the companion refuses it at start).
+*/}}
+{{- define "archfilter.placement.args" -}}
+apiVersion: kubescheduler.config.k8s.io/v1
+kind: ArchFilterArgs
+{{- with omit (fromYaml (include "archfilter.archFilterArgs" .)) "archTaintToleration" }}
+{{ toYaml . }}
+{{- end }}
+{{- end -}}
+
+{{/*
+Egress of the archfilter pods (networkPolicy values as the context): the API
+server, the registries its pods' images live on (image indexes and
+manifests; pkg/resolver) and DNS.
+*/}}
+{{- define "archfilter.networkPolicyEgress" -}}
+egress:
+# The API server.
+- to:
+  {{- range .apiServer.cidrs }}
+  - ipBlock:
+      cidr: {{ . }}
+  {{- end }}
+  ports:
+  {{- range .apiServer.ports }}
+  - port: {{ . }}
+    protocol: TCP
+  {{- end }}
+{{- if .registries.cidrs }}
+# Registries.
+- to:
+  {{- $except := .registries.except }}
+  {{- range $cidr := .registries.cidrs }}
+  - ipBlock:
+      cidr: {{ $cidr | quote }}
+      {{- $mine := list }}
+      {{- range $except }}
+      {{- if eq (contains ":" .) (contains ":" $cidr) }}
+      {{- $mine = append $mine . }}
+      {{- end }}
+      {{- end }}
+      {{- with $mine }}
+      except:
+      {{- range . }}
+      - {{ . | quote }}
+      {{- end }}
+      {{- end }}
+  {{- end }}
+  ports:
+  {{- range .registries.ports }}
+  - port: {{ . }}
+    protocol: TCP
+  {{- end }}
+{{- end }}
+{{- if .dns.enabled }}
+# DNS.
+- to:
+  - namespaceSelector:
+      {{- toYaml .dns.namespaceSelector | nindent 6 }}
+    podSelector:
+      {{- toYaml .dns.podSelector | nindent 6 }}
+  ports:
+  - port: 53
+    protocol: UDP
+  - port: 53
+    protocol: TCP
+{{- end }}
+{{- end -}}
+
+{{- define "archfilter.networkPolicyRequire" -}}
+{{- if not .apiServer.cidrs }}
+{{- fail "networkPolicy.apiServer.cidrs: name the API server's addresses (kubectl get endpointslices -n default -l kubernetes.io/service-name=kubernetes) when networkPolicy.enabled" }}
+{{- end }}
+{{- end -}}

@@ -115,7 +115,8 @@ func mustRender(t *testing.T, values map[string]any, opts renderOpts) []k8srunti
 }
 
 // decodeAll decodes every document of a YAML stream: client-go's kinds
-// strictly into typed objects, others (monitoring.coreos.com) as unstructured.
+// strictly into typed objects, others (monitoring.coreos.com,
+// cert-manager.io) as unstructured.
 func decodeAll(data []byte) ([]k8sruntime.Object, error) {
 	docs, err := objects.Documents(data)
 	if err != nil {
@@ -127,7 +128,7 @@ func decodeAll(data []byte) ([]k8sruntime.Object, error) {
 		if err != nil {
 			return nil, fmt.Errorf("document %d: %w", i+1, err)
 		}
-		if strings.HasPrefix(tm.APIVersion, "monitoring.coreos.com/") {
+		if strings.HasPrefix(tm.APIVersion, "monitoring.coreos.com/") || strings.HasPrefix(tm.APIVersion, "cert-manager.io/") {
 			u := &unstructured.Unstructured{}
 			if err := yaml.Unmarshal(doc, &u.Object); err != nil {
 				return nil, fmt.Errorf("document %d: %w", i+1, err)

@@ -7,6 +7,7 @@ import (
 	"go/parser"
 	"go/token"
 	"io/fs"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -130,13 +131,55 @@ type metric struct {
 	labels    []string
 }
 
+// metricPackages are the trees whose packages register archfilter's metrics:
+// the scheduler's (pkg/), the placement companion's and the commands'.
+var metricPackages = []string{"pkg", "internal", "cmd"}
+
 // registeredMetrics finds every k8s.io/component-base/metrics registration
-// under pkg/ (metrics.NewX(&metrics.XOpts{Subsystem, Name}, labels)) and
-// returns the full names with their labels.
+// under metricPackages (metrics.NewX(&metrics.XOpts{Subsystem, Name}, labels))
+// and returns the full names with their labels.
 func registeredMetrics(t *testing.T) map[string]metric {
 	t.Helper()
 	found := map[string]metric{}
-	err := filepath.WalkDir(repoPath("pkg"), func(path string, d fs.DirEntry, err error) error {
+	for _, dir := range metricPackages {
+		if err := metricsIn(repoPath(dir), found); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(found) < 10 {
+		t.Fatalf("found only %d metric registrations under %v: %v", len(found), metricPackages, found)
+	}
+	return found
+}
+
+// apiserverWebhookMetrics are the API server's admission webhook metrics the
+// placement alerts and panels read, as k8s.io/apiserver (this module's
+// version) registers them.
+func apiserverWebhookMetrics(t *testing.T) map[string]metric {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "k8s.io/apiserver").Output()
+	if err != nil {
+		t.Fatalf("go list -m k8s.io/apiserver: %v", err)
+	}
+	found := map[string]metric{}
+	if err := metricsIn(filepath.Join(strings.TrimSpace(string(out)), "pkg", "admission", "metrics"), found); err != nil {
+		t.Fatal(err)
+	}
+	webhook := map[string]metric{}
+	for name, m := range found {
+		if strings.HasPrefix(name, "apiserver_admission_webhook_") {
+			webhook[name] = m
+		}
+	}
+	if len(webhook) < 3 {
+		t.Fatalf("k8s.io/apiserver registers %d admission webhook metrics: %v", len(webhook), found)
+	}
+	return webhook
+}
+
+// metricsIn adds the registrations in the Go files under root to found.
+func metricsIn(root string, found map[string]metric) error {
+	return filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
 			return err
 		}
@@ -226,31 +269,25 @@ func registeredMetrics(t *testing.T) map[string]metric {
 		})
 		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(found) < 10 {
-		t.Fatalf("found only %d metric registrations under pkg/: %v", len(found), found)
-	}
-	return found
 }
 
 var (
-	metricName = regexp.MustCompile(`\barchfilter_[a-z0-9_]+`)
+	metricName = regexp.MustCompile(`\b(?:archfilter|apiserver_admission_webhook)_[a-z0-9_]+`)
 	// selector matches name{label="...", ...}: the labels a series is selected by.
-	selector = regexp.MustCompile(`\b(archfilter_[a-z0-9_]+)\{([^}]*)\}`)
+	selector = regexp.MustCompile(`\b((?:archfilter|apiserver_admission_webhook)_[a-z0-9_]+)\{([^}]*)\}`)
 	matcher  = regexp.MustCompile(`([a-zA-Z_][a-zA-Z0-9_]*)\s*(=~|!~|!=|=)`)
 	// byLabels matches the labels of "by (a, b)".
 	byLabels = regexp.MustCompile(`\bby\s*\(([^)]*)\)`)
 )
 
 // checkExpr reports the metrics and labels of a PromQL expression that
-// archfilter does not register.
+// archfilter (or, for apiserver_admission_webhook_*, the API server) does not
+// register.
 func checkExpr(where, expr string, registered map[string]metric) []string {
 	var problems []string
 	names := metricName.FindAllString(expr, -1)
 	if len(names) == 0 {
-		problems = append(problems, where+": names no archfilter metric: "+expr)
+		problems = append(problems, where+": names no archfilter (or API server webhook) metric: "+expr)
 	}
 	var labels []string
 	for _, n := range names {
@@ -264,7 +301,7 @@ func checkExpr(where, expr string, registered map[string]metric) []string {
 		}
 		m, ok := registered[base]
 		if !ok {
-			problems = append(problems, where+": "+n+" is not registered under pkg/")
+			problems = append(problems, where+": "+n+" is not registered under "+strings.Join(metricPackages, ", ")+" (nor by the API server's admission webhooks)")
 			continue
 		}
 		labels = append(labels, m.labels...)
@@ -293,10 +330,14 @@ func checkExpr(where, expr string, registered map[string]metric) []string {
 
 // TestMetricNames: every metric (and label) the alerts and the Grafana
 // dashboard name is one archfilter registers (pkg/resolver/metrics.go,
-// pkg/resolver/transport/metrics.go, pkg/plugins/archfilter/metrics.go), so a
-// renamed metric cannot silently empty a panel or disarm an alert.
+// pkg/resolver/transport/metrics.go, pkg/plugins/archfilter/metrics.go,
+// internal/placement/metrics: every package under pkg/, internal/ and cmd/),
+// or one of the API server's admission webhook metrics (k8s.io/apiserver), so
+// a renamed metric cannot silently empty a panel or disarm an alert.
 func TestMetricNames(t *testing.T) {
 	registered := registeredMetrics(t)
+	ours := maps.Clone(registered)
+	maps.Copy(registered, apiserverWebhookMetrics(t))
 	var problems []string
 
 	var rules ruleFile
@@ -344,7 +385,7 @@ func TestMetricNames(t *testing.T) {
 		}
 	}
 	// The dashboard shows every metric archfilter has.
-	for name := range registered {
+	for name := range ours {
 		if !used[name] {
 			problems = append(problems, "no dashboard panel shows "+name)
 		}

@@ -3,6 +3,7 @@
 package app
 
 import (
+	"cmp"
 	"fmt"
 	"net"
 	"net/url"
@@ -57,7 +58,6 @@ func NewOptions() *Options {
 		Namespace:          ns,
 		ServiceName:        "archfilter-placement",
 		ServicePort:        443,
-		Listen:             ":9443",
 		WebhookConfigName:  "archfilter-placement",
 		CertSecret:         "archfilter-placement-tls",
 		CertValidity:       365 * 24 * time.Hour,
@@ -78,7 +78,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.WebhookURL, "webhook-url", o.WebhookURL, "https://host:port the apiserver calls the webhook at (local runs); empty registers the webhook by Service")
 	fs.StringVar(&o.ServiceName, "service-name", o.ServiceName, "Service fronting the webhook, in --namespace")
 	fs.Int32Var(&o.ServicePort, "service-port", o.ServicePort, "port of --service-name")
-	fs.StringVar(&o.Listen, "listen", o.Listen, "address the webhook serves TLS on; with --webhook-url, defaults to its host:port")
+	fs.StringVar(&o.Listen, "listen", o.Listen, "address the webhook serves TLS on; default :9443, or with --webhook-url its host:port (set it when --webhook-url is a proxy or load balancer in front of several replicas)")
 	fs.StringVar(&o.WebhookConfigName, "webhook-config-name", o.WebhookConfigName, "the MutatingWebhookConfiguration this process creates and owns")
 	fs.StringVar(&o.CertSecret, "cert-secret", o.CertSecret, "Secret in --namespace holding the CA and serving certificate; empty keeps them in memory")
 	fs.BoolVar(&o.CertSecretExternal, "cert-secret-external", o.CertSecretExternal, "--cert-secret is issued by someone else (cert-manager): read its tls.crt, tls.key and ca.crt, publish ca.crt as the webhook's CA bundle, never write it; re-read every minute")
@@ -108,16 +108,20 @@ func (o *Options) Validate() error {
 	return nil
 }
 
-// listenAddress is where the webhook serves.
+// defaultListen is where the webhook serves in a cluster.
+const defaultListen = ":9443"
+
+// listenAddress is where the webhook serves: --listen, else the host:port of
+// --webhook-url, else defaultListen.
 func (o *Options) listenAddress() (string, error) {
 	if o.WebhookURL == "" {
-		return o.Listen, nil
+		return cmp.Or(o.Listen, defaultListen), nil
 	}
 	u, err := o.webhookURL()
 	if err != nil {
 		return "", err
 	}
-	return net.JoinHostPort(u.Hostname(), u.Port()), nil
+	return cmp.Or(o.Listen, net.JoinHostPort(u.Hostname(), u.Port())), nil
 }
 
 func (o *Options) webhookURL() (*url.URL, error) {

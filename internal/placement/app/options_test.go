@@ -77,8 +77,11 @@ func TestWebhookURLAndListen(t *testing.T) {
 	for _, tc := range []struct {
 		url, listen, want, wantErr string
 	}{
-		{listen: ":9443", want: ":9443"},
-		{url: "https://127.0.0.1:8443", listen: ":9443", want: "127.0.0.1:8443"},
+		{want: ":9443"},
+		{listen: "127.0.0.1:9000", want: "127.0.0.1:9000"},
+		{url: "https://127.0.0.1:8443", want: "127.0.0.1:8443"},
+		// Behind a proxy: the URL is the proxy's, the replica listens elsewhere.
+		{url: "https://127.0.0.1:8443", listen: "127.0.0.1:9001", want: "127.0.0.1:9001"},
 		{url: "http://127.0.0.1:8443", wantErr: "want https"},
 		{url: "https://127.0.0.1", wantErr: "explicit port"},
 		{url: "https://127.0.0.1:8443/path", wantErr: "want https"},

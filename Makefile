@@ -253,6 +253,11 @@ E2E_MATRIX     ?= main:$(KUBE_VERSION):$(KUBE_VERSION) main:v1.37.2:$(KUBE_VERSI
 e2e: build ## End-to-end tests on local KWOK clusters, once per cell of E2E_MATRIX (each brought up and removed).
 	E2E_TIMEOUT=$(E2E_TIMEOUT) GOTESTFLAGS="$(GOTESTFLAGS)" hack/cluster/e2e-matrix.sh $(E2E_MATRIX)
 
+.PHONY: e2e-faults
+e2e-faults: build-main build-placement ## Faults injected mid-burst on a local KWOK cluster (test/faults): scheduler failover (SIGKILL, SIGTERM), kube-apiserver and etcd restarts, a registry outage, the hot standby, the placement mode's faults; table in .cache/faults/table.md, and with FAULTS_UPDATE_DOC=1 in docs/reliability.md.
+	E2E_PROVIDER=kwok ARCHFILTER_SCHEDULER_BINARY=$(abspath $(BINARY)) PLACEMENT_BIN=$(abspath $(BINARY_PLACEMENT)) \
+		$(GO) test $(GOTESTFLAGS) -count=1 -timeout 45m -v ./test/faults/
+
 .PHONY: e2e-node
 e2e-node: build-main ## A real linux/amd64 node (kubelet, Debian's containerd and runc; root) beside KWOK nodes: archfilter deployed with kubectl apply -k, the real exec format error and the fix.
 	# TRIMPATH is passed on to make image: under make test its amd64 binary then

@@ -92,6 +92,17 @@ func (c *SchedulerConfig) SetLeaderElection(enabled bool, namespace, name string
 	return c
 }
 
+// SetDelayCacheUntilActive sets kube-scheduler's delayCacheUntilActive: with
+// leader election, a replica starts its informers only once it leads.
+func (c *SchedulerConfig) SetDelayCacheUntilActive(delay bool) *SchedulerConfig {
+	if delay {
+		c.obj["delayCacheUntilActive"] = true
+	} else {
+		delete(c.obj, "delayCacheUntilActive")
+	}
+	return c
+}
+
 // Lease returns leaderElection's namespace/name ("" when leader election is off).
 func (c *SchedulerConfig) Lease() (namespace, name string) {
 	le := c.child("leaderElection")

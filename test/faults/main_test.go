@@ -1,0 +1,110 @@
+// Package faults injects faults of the control plane into a running cluster
+// while a burst of pods is scheduled, and measures what survives: the leading
+// archfilter-scheduler killed (SIGKILL, SIGTERM), kube-apiserver and etcd
+// restarted, a registry down during a failover, and the placement mode's
+// controller killed, its webhook unreachable and the companion upgraded. Each
+// case counts the pods lost, misplaced and left gated, the time from the
+// fault to the first bind after it, and the registry requests of whoever took
+// over; `make e2e-faults` writes the table into docs/reliability.md.
+//
+// It runs on the local KWOK cluster of hack/cluster (real etcd, kube-apiserver
+// and kube-controller-manager; fake nodes of every architecture) with the
+// local Distribution registries, as test/e2e does (E2E_PROVIDER=kwok). Without
+// a cluster the tests skip, so `go test ./...` passes on a bare machine; a
+// fault this machine cannot inject is reported as not run, never as passed.
+package faults
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/archfilter/archfilter/test/e2e/framework"
+)
+
+var (
+	env        *framework.Env
+	skipReason string
+	report     = &table{}
+)
+
+// The suite's own cluster and registries, so it can run beside make demo and make e2e.
+var suiteEnv = map[string]string{
+	"CLUSTER_NAME":          "archfilter-faults",
+	"REGISTRY_SET":          "faults",
+	"REGISTRY_PORT":         "5041",
+	"PRIVATE_REGISTRY_PORT": "5042",
+}
+
+func TestMain(m *testing.M) {
+	for k, v := range suiteEnv {
+		if os.Getenv(k) == "" {
+			os.Setenv(k, v)
+		}
+	}
+	provider, reason := framework.ProviderFromEnv()
+	if provider == nil {
+		skipReason = reason
+		os.Exit(m.Run())
+	}
+	ctx := context.Background()
+	start := time.Now()
+	e, err := provider.Up(ctx)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "faults: bringing up the %s cluster: %v\n", provider.Name(), err)
+		os.Exit(1)
+	}
+	fmt.Fprintf(os.Stderr, "faults: %s cluster ready in %s (kubeconfig %s)\n", provider.Name(), time.Since(start).Round(time.Second), e.Kubeconfig)
+	if err := framework.Seed(ctx, e.Public, e.Private, burstImages()); err != nil {
+		fmt.Fprintf(os.Stderr, "faults: seeding the registries: %v\n", err)
+		_ = provider.Down(ctx)
+		os.Exit(1)
+	}
+	env = e
+	code := m.Run()
+	if err := report.write(filepath.Join(framework.RepoRoot(), ".cache", "faults")); err != nil {
+		fmt.Fprintf(os.Stderr, "faults: writing the table: %v\n", err)
+		code = 1
+	}
+	if os.Getenv("FAULTS_UPDATE_DOC") != "" {
+		if err := report.updateDoc(filepath.Join(framework.RepoRoot(), "docs", "reliability.md")); err != nil {
+			fmt.Fprintf(os.Stderr, "faults: docs/reliability.md: %v\n", err)
+			code = 1
+		}
+	}
+	if err := provider.Down(ctx); err != nil {
+		fmt.Fprintf(os.Stderr, "faults: tearing down: %v\n", err)
+	}
+	os.Exit(code)
+}
+
+// setup skips without a cluster, and gives the test an empty namespace of its own.
+func setup(t *testing.T) (context.Context, string) {
+	t.Helper()
+	if env == nil {
+		report.notRun(t.Name(), skipReason)
+		t.Skip(skipReason)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	t.Cleanup(cancel)
+	ns := dnsName("faults-" + t.Name())
+	if err := framework.ResetNamespace(ctx, env.Client, ns); err != nil {
+		t.Fatalf("namespace %s: %v", ns, err)
+	}
+	t.Cleanup(func() {
+		_ = env.Client.CoreV1().Namespaces().Delete(context.Background(), ns, deleteNow)
+	})
+	return ctx, ns
+}
+
+// logDir is where a test's processes write their logs.
+func logDir(t *testing.T) string {
+	dir := filepath.Join(framework.RepoRoot(), ".cache", "faults", "logs", dnsName(t.Name()))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}

@@ -30,11 +30,11 @@ const (
 // schedulers are the replicas of one archfilter-scheduler, sharing a lease,
 // started and stopped one by one.
 type schedulers struct {
-	t        *testing.T
-	name     string
-	config   string
-	dir      string
-	started  int
+	t       *testing.T
+	name    string
+	config  string
+	dir     string
+	started int
 
 	mu       sync.Mutex
 	replicas []*framework.Scheduler

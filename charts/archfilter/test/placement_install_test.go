@@ -48,18 +48,21 @@ func helmConfig(t *testing.T, kubeconfig string) *action.Configuration {
 }
 
 // TestInstallPlacement installs the placement mode alone with Helm's actions
-// on the KWOK cluster, upgrades it, and uninstalls it leaving nothing gated.
+// on the KWOK cluster, upgrades it, turns it off by an upgrade and uninstalls
+// the release, leaving nothing gated.
 //
 // What KWOK can show, and what it cannot: its nodes run no containers, so
-// neither the companion nor Helm's hook Job runs here (make e2e-node runs
+// neither the companion nor Helm's hook Jobs run here (make e2e-node runs
 // both, from the companion's image, on a real kubelet). The API server does
-// accept every object, the hook's included (server-side dry run), the
-// Deployment rolls out and rolls again on upgrade, and the hook's work is run
-// for real: the Job's own command line (bin/archfilter-placement, the binary
+// accept every object, the hooks' included (server-side dry run), the
+// Deployment rolls out and rolls again on upgrade, and each hook's work is run
+// for real: its Job's own command line (bin/archfilter-placement, the binary
 // of the image) as the hook's ServiceAccount, with only the hook's RBAC, on
 // what a running companion leaves behind (a gated pod, its webhook
-// configuration, Lease and certificate Secret). Without that RBAC it fails,
-// naming what it was refused. Then helm uninstall (hooks done) removes the rest.
+// configuration, Lease and certificate Secret): helm uninstall's pre-delete
+// hook (refused without its RBAC, naming what it was refused) and the
+// post-upgrade hook an upgrade turning the mode off renders while the webhook
+// configuration is still there. Then helm uninstall (hooks done) removes the rest.
 func TestInstallPlacement(t *testing.T) {
 	kubeconfig, restConfig := cluster(t)
 	bin := repoPath("bin/archfilter-placement")
@@ -133,9 +136,61 @@ func TestInstallPlacement(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// The hooks helm uninstall runs, accepted by the API server as they are.
+	// What a running companion leaves; then the hook helm uninstall runs.
+	ns, pod := leaveGatedPod(ctx, t, kube, name)
+	runHook(ctx, t, kube, restConfig, client, bin, r, release.HookPreDelete, true)
+	checkRemoved(ctx, t, kube, name, ns, pod)
+
+	// helm upgrade turning the mode off while its webhook configuration is
+	// still there (a companion re-created it, say): the same removal runs as a
+	// post-upgrade hook (Helm's hooks disabled here: KWOK runs no Job).
+	ns, pod = leaveGatedPod(ctx, t, kube, name)
+	upgrade.DisableHooks = true
+	r, err = upgrade.RunWithContext(ctx, rel, chrt, map[string]any{"scheduler": map[string]any{"enabled": true}, "placement": map[string]any{"enabled": false}})
+	if err != nil {
+		t.Fatalf("helm upgrade turning the mode off: %v", err)
+	}
+	runHook(ctx, t, kube, restConfig, client, bin, r, release.HookPostUpgrade, false)
+	checkRemoved(ctx, t, kube, name, ns, pod)
+	scheduler, err := decodeAll([]byte(r.Manifest))
+	if err != nil {
+		t.Fatal(err)
+	}
+	upgraded = append(upgraded, scheduler...)
+
+	// helm uninstall, its hook's work done above (KWOK cannot run its Job).
+	u := action.NewUninstall(cfg)
+	u.DisableHooks = true
+	if _, err := u.Run(rel); err != nil {
+		t.Fatalf("helm uninstall: %v", err)
+	}
+	for _, o := range append(objs, upgraded...) {
+		err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+			_, err := client.get(ctx, o)
+			if apierrors.IsNotFound(err) {
+				return true, nil
+			}
+			return false, err
+		})
+		if err != nil {
+			t.Errorf("%s still there after helm uninstall: %v", id(o), err)
+		}
+	}
+}
+
+// runHook runs the removal hook of release r for event the way its Job would,
+// honestly but without a container: every hook object is accepted by the API
+// server (dry run), the Job's own command line (bin, the binary of the
+// companion's image) runs as the hook's ServiceAccount with only the hook's
+// RBAC, created for real. With refused, it first runs before that RBAC exists
+// and must fail naming what it was refused.
+func runHook(ctx context.Context, t *testing.T, kube kubernetes.Interface, restConfig *rest.Config, client *dynamicClient, bin string, r *release.Release, event release.HookEvent, refused bool) {
+	t.Helper()
 	var hooks []k8sruntime.Object
 	for _, h := range r.Hooks {
+		if !slices.Contains(h.Events, event) {
+			continue
+		}
 		o, err := decodeAll([]byte(h.Manifest))
 		if err != nil || len(o) != 1 {
 			t.Fatalf("hook %s: %v", h.Path, err)
@@ -145,55 +200,57 @@ func TestInstallPlacement(t *testing.T) {
 			t.Errorf("hook %s refused by the API server (dry run): %v", id(o[0]), err)
 		}
 	}
+	if len(hooks) == 0 {
+		t.Fatalf("the release has no %s hook", event)
+	}
 	job := one[*batchv1.Job](t, hooks)
-	hookArgs := job.Spec.Template.Spec.Containers[0].Args
+	args := job.Spec.Template.Spec.Containers[0].Args
+	if !slices.Contains(args, "--remove-gates") {
+		t.Fatalf("the %s hook runs %v, not --remove-gates", event, args)
+	}
 	sa := job.Spec.Template.Spec.ServiceAccountName
-
-	// What a running companion leaves behind.
-	ns, pod := leaveGatedPod(ctx, t, kube, name)
-
-	// As the hook's ServiceAccount before its RBAC exists: refused, loudly.
 	if _, err := kube.CoreV1().ServiceAccounts(Namespace).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		_ = kube.CoreV1().ServiceAccounts(Namespace).Delete(context.Background(), sa, metav1.DeleteOptions{})
-	})
+	defer func() { _ = kube.CoreV1().ServiceAccounts(Namespace).Delete(context.Background(), sa, metav1.DeleteOptions{}) }()
 	asHook := tokenKubeconfig(ctx, t, kube, restConfig, sa)
-	out, err := exec.CommandContext(ctx, bin, append(slices.Clone(hookArgs), "--kubeconfig", asHook)...).CombinedOutput()
-	if err == nil {
-		t.Fatalf("the hook's command succeeded without its RBAC:\n%s", out)
-	}
-	if !strings.Contains(string(out), "forbidden") || !strings.Contains(string(out), "--stop-deployment") {
-		t.Errorf("the refused hook does not say what it was refused:\n%s", out)
-	}
-
-	// With its RBAC (the hook's objects, created for real): the Job's command line.
-	for _, o := range hooks {
-		if _, isJob := o.(*batchv1.Job); isJob {
-			continue
+	if refused {
+		out, err := exec.CommandContext(ctx, bin, append(slices.Clone(args), "--kubeconfig", asHook)...).CombinedOutput()
+		if err == nil {
+			t.Fatalf("the hook's command succeeded without its RBAC:\n%s", out)
 		}
-		if _, isSA := o.(*corev1.ServiceAccount); isSA {
+		if !strings.Contains(string(out), "forbidden") || !strings.Contains(string(out), "--stop-deployment") {
+			t.Errorf("the refused hook does not say what it was refused:\n%s", out)
+		}
+	}
+	for _, o := range hooks {
+		switch o.(type) {
+		case *batchv1.Job, *corev1.ServiceAccount:
 			continue
 		}
 		if err := client.create(ctx, o, false); err != nil {
 			t.Fatalf("hook %s: %v", id(o), err)
 		}
-		t.Cleanup(func() { _ = client.delete(context.Background(), o) })
+		defer func() { _ = client.delete(context.Background(), o) }()
 	}
 	start := time.Now()
-	var hookOut []byte
-	err = wait.PollUntilContextTimeout(ctx, time.Second, time.Minute, true, func(ctx context.Context) (bool, error) {
+	var out []byte
+	err := wait.PollUntilContextTimeout(ctx, time.Second, time.Minute, true, func(ctx context.Context) (bool, error) {
 		// RBAC takes a moment to reach the authorizer's cache.
-		hookOut, err = exec.CommandContext(ctx, bin, append(slices.Clone(hookArgs), "--kubeconfig", asHook)...).CombinedOutput()
+		var err error
+		out, err = exec.CommandContext(ctx, bin, append(slices.Clone(args), "--kubeconfig", asHook)...).CombinedOutput()
 		return err == nil, nil
 	})
 	if err != nil {
-		t.Fatalf("the hook's command (%s) as %s: %v\n%s", strings.Join(hookArgs, " "), sa, err, hookOut)
+		t.Fatalf("the %s hook's command (%s) as %s: %v\n%s", event, strings.Join(args, " "), sa, err, out)
 	}
-	t.Logf("the hook's command ran in %v", time.Since(start).Round(100*time.Millisecond))
+	t.Logf("the %s hook's command ran in %v", event, time.Since(start).Round(100*time.Millisecond))
+}
 
-	if d := deployment(); ptr.Deref(d.Spec.Replicas, 1) != 0 {
+// checkRemoved: nothing of the companion name is left running or gating.
+func checkRemoved(ctx context.Context, t *testing.T, kube kubernetes.Interface, name, ns, pod string) {
+	t.Helper()
+	if d, err := kube.AppsV1().Deployments(Namespace).Get(ctx, name, metav1.GetOptions{}); err == nil && ptr.Deref(d.Spec.Replicas, 1) != 0 {
 		t.Errorf("the companion's Deployment has %d replicas after the hook, want 0", *d.Spec.Replicas)
 	}
 	pods, err := kube.CoreV1().Pods(Namespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=" + name})
@@ -223,25 +280,6 @@ func TestInstallPlacement(t *testing.T) {
 	} {
 		if err := get(); !apierrors.IsNotFound(err) {
 			t.Errorf("%s after the hook: %v, want NotFound", what, err)
-		}
-	}
-
-	// helm uninstall, its hook's work done above (KWOK cannot run its Job).
-	u := action.NewUninstall(cfg)
-	u.DisableHooks = true
-	if _, err := u.Run(rel); err != nil {
-		t.Fatalf("helm uninstall: %v", err)
-	}
-	for _, o := range append(objs, upgraded...) {
-		err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-			_, err := client.get(ctx, o)
-			if apierrors.IsNotFound(err) {
-				return true, nil
-			}
-			return false, err
-		})
-		if err != nil {
-			t.Errorf("%s still there after helm uninstall: %v", id(o), err)
 		}
 	}
 }

@@ -114,8 +114,10 @@ func (b *burst) watch(ctx context.Context, t *testing.T) {
 	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: record, UpdateFunc: func(_, obj any) { record(obj) }}); err != nil {
 		t.Fatal(err)
 	}
+	ctx, cancel := context.WithCancel(ctx)
 	factory.Start(ctx.Done())
-	t.Cleanup(factory.Shutdown)
+	// Shutdown waits for the informers, which stop with ctx.
+	t.Cleanup(func() { cancel(); factory.Shutdown() })
 	factory.WaitForCacheSync(ctx.Done())
 }
 

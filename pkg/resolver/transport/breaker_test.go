@@ -4,6 +4,8 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -159,5 +161,31 @@ func TestBreakerForgetsStaleCircuits(t *testing.T) {
 	}
 	if got := openCircuitsGauge(t) - gauge; got != 0 {
 		t.Errorf("gauge is %v above where it started", got)
+	}
+}
+
+// TestBreakerPlainHTTPRegistry: an insecure registry that speaks plain HTTP
+// answers every client's first HTTPS attempt with an HTTP response; those
+// are answers, not outages. A burst of them (a scheduler starting with pods
+// pending) must not open the circuit, or every resolution fails and pods
+// fail open (found by test/faults' cold standby).
+func TestBreakerPlainHTTPRegistry(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}))
+	t.Cleanup(srv.Close)
+	host := strings.TrimPrefix(srv.URL, "http://")
+	tr := newTransport(t, Options{
+		Registries: []Registry{{Host: host, Insecure: true}},
+		Breaker:    Breaker{FailureThreshold: 2, OpenFor: time.Minute},
+		Clock:      clocktesting.NewFakeClock(time.Now()),
+	})
+	for range 5 {
+		_, err := get(ctx, tr, "https://"+host+"/v2/", nil)
+		if !errors.Is(err, http.ErrSchemeMismatch) {
+			t.Fatalf("HTTPS to a plain-HTTP registry: %v, want %v", err, http.ErrSchemeMismatch)
+		}
+	}
+	if _, err := get(ctx, tr, srv.URL+"/v2/", nil); err != nil {
+		t.Errorf("the plain-HTTP request after them: %v, want an answer (circuit closed)", err)
 	}
 }

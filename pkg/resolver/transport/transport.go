@@ -400,15 +400,31 @@ func rewind(req *http.Request) (*http.Request, error) {
 }
 
 // errorOutcome classifies a transport error for the breaker: the caller
-// giving up and our own refusals say nothing about the registry.
+// giving up and our own refusals say nothing about the registry, and neither
+// does a plain-HTTP registry answering an HTTPS request: it is up, and an
+// insecure registry's client falls back to HTTP (go-containerregistry tries
+// HTTPS first), so a burst of first requests to it must not open its circuit.
 func errorOutcome(ctx context.Context, err error) outcome {
 	switch {
 	case errors.Is(err, ErrNotAllowed):
 		return outcomeNeutral
 	case errors.Is(ctx.Err(), context.Canceled):
 		return outcomeNeutral
+	case answeredInPlainHTTP(err):
+		return outcomeNeutral
 	}
 	return outcomeFailure
+}
+
+// answeredInPlainHTTP reports whether err is a TLS handshake that got an HTTP
+// response instead (http.Client turns it into http.ErrSchemeMismatch; a
+// RoundTripper sees the TLS record error).
+func answeredInPlainHTTP(err error) bool {
+	var rec tls.RecordHeaderError
+	if errors.As(err, &rec) && string(rec.RecordHeader[:]) == "HTTP/" {
+		return true
+	}
+	return errors.Is(err, http.ErrSchemeMismatch)
 }
 
 func closeRequestBody(req *http.Request) {

@@ -212,7 +212,9 @@ func runHook(ctx context.Context, t *testing.T, kube kubernetes.Interface, restC
 	if _, err := kube.CoreV1().ServiceAccounts(Namespace).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	defer func() { _ = kube.CoreV1().ServiceAccounts(Namespace).Delete(context.Background(), sa, metav1.DeleteOptions{}) }()
+	defer func() {
+		_ = kube.CoreV1().ServiceAccounts(Namespace).Delete(context.Background(), sa, metav1.DeleteOptions{})
+	}()
 	asHook := tokenKubeconfig(ctx, t, kube, restConfig, sa)
 	if refused {
 		out, err := exec.CommandContext(ctx, bin, append(slices.Clone(args), "--kubeconfig", asHook)...).CombinedOutput()

@@ -206,11 +206,12 @@ type outcome struct {
 	details []string
 }
 
-// settle waits for the burst to end and every pod to be bound, or left
-// Pending with an event that says why (FailedScheduling: the failure policy),
-// for at most timeout; then it judges each pod. maxGated, when non-zero, is the
-// placement mode's --max-gated: a pod still carrying its gate longer is stuck.
-func (b *burst) settle(ctx context.Context, t *testing.T, timeout, maxGated time.Duration) outcome {
+// settle waits for the burst to end and every pod to be bound, or (unless
+// bound is set) left Pending with an event that says why (FailedScheduling:
+// the failure policy), for at most timeout; then it judges each pod. maxGated,
+// when non-zero, is the placement mode's --max-gated: a pod still carrying its
+// gate longer is stuck.
+func (b *burst) settle(ctx context.Context, t *testing.T, timeout, maxGated time.Duration, bound bool) outcome {
 	t.Helper()
 	<-b.done
 	if b.err != nil {
@@ -224,7 +225,7 @@ func (b *burst) settle(ctx context.Context, t *testing.T, timeout, maxGated time
 		}
 		pods = list.Items
 		for i := range pods {
-			if pods[i].Spec.NodeName == "" && !b.explained(ctx, &pods[i]) {
+			if pods[i].Spec.NodeName == "" && (bound || !b.explained(ctx, &pods[i])) {
 				return false, nil
 			}
 		}

@@ -102,9 +102,11 @@ func (cp *controlPlane) start(ctx context.Context) error {
 	})
 }
 
-// restart stops component with SIGTERM, keeps it down for down, and starts it.
-func (cp *controlPlane) restart(ctx context.Context, component string, down time.Duration) error {
-	if err := cp.stop(ctx, component, syscall.SIGTERM); err != nil {
+// restart stops component with sig, keeps it down for down, and starts it.
+// kube-apiserver's graceful termination waits up to a minute for its watches;
+// the suite kills it (a crash, an OOM) to keep to its time.
+func (cp *controlPlane) restart(ctx context.Context, component string, sig syscall.Signal, down time.Duration) error {
+	if err := cp.stop(ctx, component, sig); err != nil {
 		return err
 	}
 	select {

@@ -202,7 +202,22 @@ type webhookProxy struct {
 	mu       sync.Mutex
 	backends []string
 	next     int
+	conns    map[net.Conn]bool
 	down     atomic.Bool
+}
+
+// setDown refuses new connections and, going down, cuts the open ones (the
+// apiserver keeps its connection to a webhook open).
+func (p *webhookProxy) setDown(down bool) {
+	p.down.Store(down)
+	if !down {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for c := range p.conns {
+		c.Close()
+	}
 }
 
 func startProxy(t *testing.T) *webhookProxy {
@@ -211,7 +226,7 @@ func startProxy(t *testing.T) *webhookProxy {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &webhookProxy{addr: ln.Addr().String(), ln: ln}
+	p := &webhookProxy{addr: ln.Addr().String(), ln: ln, conns: map[net.Conn]bool{}}
 	t.Cleanup(func() { ln.Close() })
 	go func() {
 		for {
@@ -237,6 +252,12 @@ func (p *webhookProxy) serve(conn net.Conn) {
 		return
 	}
 	p.mu.Lock()
+	p.conns[conn] = true
+	defer func() {
+		p.mu.Lock()
+		delete(p.conns, conn)
+		p.mu.Unlock()
+	}()
 	backends := append([]string(nil), p.backends...)
 	start := p.next
 	p.next++
@@ -322,7 +343,7 @@ func TestPlacementLeaderKilled(t *testing.T) {
 	c.stop(leader, true)
 	newLeader := c.leader(ctx)
 	before := newLeader.requests(t)
-	o := b.settle(ctx, t, 3*time.Minute, placementMaxGated)
+	o := b.settle(ctx, t, 3*time.Minute, placementMaxGated, false)
 	recovery, _ := b.firstBindAfter(faultAt)
 	n := ungated(ctx, t, ns)
 	report.record(orderPlacementLeader, "placement controller's leader killed (SIGKILL) with pods gated", o, recovery, newLeader.requests(t)-before,
@@ -341,10 +362,10 @@ func TestWebhookUnreachable(t *testing.T) {
 	b.start(ctx)
 	b.waitCreated(faultAfter)
 	faultAt := time.Now()
-	c.proxy.down.Store(true)
+	c.proxy.setDown(true)
 	time.Sleep(10 * time.Second) // the outage, not synchronisation
-	c.proxy.down.Store(false)
-	o := b.settle(ctx, t, 3*time.Minute, placementMaxGated)
+	c.proxy.setDown(false)
+	o := b.settle(ctx, t, 3*time.Minute, placementMaxGated, false)
 	recovery, _ := b.firstBindAfter(faultAt)
 	n := ungated(ctx, t, ns)
 	report.record(orderWebhookDown, "placement webhook unreachable for 10s (failurePolicy Ignore)", o, recovery, -1,
@@ -376,7 +397,7 @@ func TestPlacementUpgrade(t *testing.T) {
 		c.stop(r, false)
 	}
 	c.leader(ctx)
-	o := b.settle(ctx, t, 3*time.Minute, placementMaxGated)
+	o := b.settle(ctx, t, 3*time.Minute, placementMaxGated, false)
 	recovery, _ := b.firstBindAfter(faultAt)
 	n := ungated(ctx, t, ns)
 	report.record(orderPlacementUpgrade, "placement companion upgraded mid-burst (rolling: start one, stop one)", o, recovery, -1,

@@ -130,7 +130,7 @@ release: ## VERSION=vX.Y.Z IMAGE=registry/name: the images (make image: both fla
 # What make test runs, in this order: each is a stage of the table it prints
 # at the end (hack/stage.sh: wall time, CPU, result, tools cached or built).
 TEST_STAGES    := test-unit-main test-unit-k8s1.34 verify test-race test-integration test-chart \
-	e2e e2e-node e2e-karpenter test-readme bench-smoke
+	e2e e2e-faults e2e-node e2e-karpenter test-readme bench-smoke
 
 # Every stage runs, even after one fails; the table is printed either way and
 # make test fails if a stage did. TRIMPATH is dropped so the binaries reuse
@@ -259,7 +259,7 @@ e2e-faults: build-main build-placement ## Faults injected mid-burst on a local K
 		$(GO) test $(GOTESTFLAGS) -count=1 -timeout 45m -v ./test/faults/
 
 .PHONY: e2e-node
-e2e-node: build-main ## A real linux/amd64 node (kubelet, Debian's containerd and runc; root) beside KWOK nodes: archfilter deployed with kubectl apply -k, the real exec format error and the fix.
+e2e-node: build-main ## A real linux/amd64 node (kubelet, Debian's containerd and runc; root) beside KWOK nodes: archfilter deployed with kubectl apply -k, the real exec format error and the fix; then the Helm chart with the placement mode from its own image (install, the stock scheduler placing by the affinity it wrote, upgrade, uninstall through its hook) and the k8s1.34 image run once.
 	# TRIMPATH is passed on to make image: under make test its amd64 binary then
 	# reuses what the tests compiled (the image is not reproducible then).
 	TRIMPATH="$(TRIMPATH)" ARCHFILTER_SCHEDULER_BINARY=$(abspath $(BINARY)) hack/node/e2e-node.sh

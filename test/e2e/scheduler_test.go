@@ -2,8 +2,6 @@ package e2e
 
 import (
 	"context"
-	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -95,120 +93,5 @@ func TestDefaultSchedulerReplacement(t *testing.T) {
 	}
 	if lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity == "" {
 		t.Errorf("lease kube-system/kube-scheduler has no holder")
-	}
-}
-
-// TestLeaderElectionFailover: two replicas; the leader is killed (SIGKILL, so
-// it cannot release the lease) in the middle of a burst of pods; the other
-// replica takes over and every pod is scheduled, none twice.
-func TestLeaderElectionFailover(t *testing.T) {
-	ctx, ns := setup(t)
-	g := launch(ctx, t, 2, true)
-	leader, err := g.Leader(ctx, time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
-	const total, killAt = 60, 20
-	image := framework.ImageMultiArch.Ref(env.Public, env.Private)
-	created := make(chan int, total)
-	var wg sync.WaitGroup
-	var createErr error
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		defer close(created)
-		for i := 0; i < total; i++ {
-			p := pod(ns, fmt.Sprintf("burst-%02d", i), image, g.SchedulerName())
-			p.Labels[framework.LabelApp] = "burst"
-			if _, err := env.Client.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
-				createErr = err
-				return
-			}
-			created <- i
-			time.Sleep(50 * time.Millisecond)
-		}
-	}()
-	for i := range created {
-		if i == killAt-1 {
-			break
-		}
-	}
-	t.Logf("killing leader %s after %d pods", leader, killAt)
-	if err := g.Crash(ctx, leader); err != nil {
-		t.Fatal(err)
-	}
-	newLeader, err := g.Leader(ctx, time.Minute)
-	if err != nil {
-		t.Fatalf("no replica took over: %v", err)
-	}
-	if newLeader == leader {
-		t.Fatalf("leader is still %s after it was killed", leader)
-	}
-	t.Logf("new leader %s", newLeader)
-	wg.Wait()
-	if createErr != nil {
-		t.Fatal(createErr)
-	}
-	if _, err := framework.WaitScheduled(ctx, env.Client, ns, framework.LabelApp+"=burst", total, 2*time.Minute); err != nil {
-		t.Fatal(err)
-	}
-	// A pod bound twice would have two Scheduled events.
-	pods, err := env.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range pods.Items {
-		evs, err := framework.PodEvents(ctx, env.Client, &pods.Items[i])
-		if err != nil {
-			t.Fatal(err)
-		}
-		n := 0
-		for _, e := range evs {
-			if e.Reason == "Scheduled" {
-				n += int(max(e.Count, 1))
-			}
-		}
-		if n > 1 {
-			t.Errorf("pod %s has %d Scheduled events", pods.Items[i].Name, n)
-		}
-	}
-}
-
-// TestSchedulerRestartColdCache: pods created while the scheduler is down
-// wait, and a freshly started scheduler (empty caches) places them and
-// scales an existing workload.
-func TestSchedulerRestartColdCache(t *testing.T) {
-	ctx, ns := setup(t)
-	g := launch(ctx, t, 1, true)
-	first := framework.Workload{Name: "before", Image: framework.ImageMultiArch, Replicas: 3, SchedulerName: g.SchedulerName()}
-	apply(ctx, t, ns, first)
-	if _, err := framework.WaitScheduled(ctx, env.Client, ns, framework.LabelApp+"=before", 3, time.Minute); err != nil {
-		t.Fatal(err)
-	}
-
-	g.Stop(ctx)
-	apply(ctx, t, ns, framework.Workload{Name: "during", Image: framework.ImageAMD64Only, Replicas: 4, SchedulerName: g.SchedulerName()})
-	// The ReplicaSet controller creates the pods; nobody may bind them.
-	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		c, _, err := framework.Count(ctx, env.Client, ns, framework.LabelApp+"=during")
-		return err == nil && c.Total == 4, nil
-	})
-	if err != nil {
-		t.Fatalf("ReplicaSet did not create the pods: %v", err)
-	}
-	if c, _, err := framework.Count(ctx, env.Client, ns, framework.LabelApp+"=during"); err != nil || c.Scheduled != 0 {
-		t.Fatalf("pods were scheduled while their scheduler was down: %v %v", c, err)
-	}
-
-	if err := g.Restart(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := g.Leader(ctx, time.Minute); err != nil {
-		t.Fatal(err)
-	}
-	first.Replicas = 6
-	apply(ctx, t, ns, first)
-	if _, err := framework.WaitScheduled(ctx, env.Client, ns, "", 10, 2*time.Minute); err != nil {
-		t.Fatal(err)
 	}
 }

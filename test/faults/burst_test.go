@@ -265,6 +265,19 @@ func (b *burst) settle(ctx context.Context, t *testing.T, timeout, maxGated time
 			o.details = append(o.details, fmt.Sprintf("lost: %s Pending without an event", p.Name))
 		}
 	}
+	// A pod bound twice would have two Scheduled events.
+	if evs, err := env.Client.CoreV1().Events(b.ns).List(ctx, metav1.ListOptions{FieldSelector: "reason=Scheduled"}); err == nil {
+		scheduled := map[string]int32{}
+		for _, e := range evs.Items {
+			scheduled[e.InvolvedObject.Name] += max(e.Count, 1)
+		}
+		for name, n := range scheduled {
+			if n > 1 {
+				o.misplaced++
+				o.details = append(o.details, fmt.Sprintf("bound twice: %s has %d Scheduled events", name, n))
+			}
+		}
+	}
 	for i := 0; i < b.total; i++ {
 		if !seen[b.podName(i)] {
 			o.lost++

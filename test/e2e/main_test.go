@@ -11,10 +11,8 @@ package e2e
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -32,30 +30,7 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	provider, reason := framework.ProviderFromEnv()
-	if provider == nil {
-		skipReason = reason
-		os.Exit(m.Run())
-	}
-	ctx := context.Background()
-	start := time.Now()
-	e, err := provider.Up(ctx)
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "e2e: bringing up the %s cluster: %v\n", provider.Name(), err)
-		os.Exit(1)
-	}
-	fmt.Fprintf(os.Stderr, "e2e: %s cluster ready in %s (kubeconfig %s)\n", provider.Name(), time.Since(start).Round(time.Second), e.Kubeconfig)
-	if err := framework.Seed(ctx, e.Public, e.Private, framework.AllImages); err != nil {
-		fmt.Fprintf(os.Stderr, "e2e: seeding the registries: %v\n", err)
-		_ = provider.Down(ctx)
-		os.Exit(1)
-	}
-	env = e
-	code := m.Run()
-	if err := provider.Down(ctx); err != nil {
-		fmt.Fprintf(os.Stderr, "e2e: tearing down: %v\n", err)
-	}
-	os.Exit(code)
+	os.Exit(framework.RunSuite(m, "e2e", framework.AllImages, func(e *framework.Env, reason string) { env, skipReason = e, reason }, nil))
 }
 
 // setup skips without a cluster, and gives the test an empty namespace of its
@@ -85,15 +60,8 @@ func setup(t *testing.T) (context.Context, string) {
 
 const pullSecret = "registry"
 
-var nonDNS = regexp.MustCompile(`[^a-z0-9-]+`)
-
-func dnsName(s string) string {
-	s = strings.Trim(nonDNS.ReplaceAllString(strings.ToLower(s), "-"), "-")
-	if len(s) > 50 {
-		s = strings.TrimRight(s[:50], "-")
-	}
-	return s
-}
+// dnsName is framework.DNSName.
+var dnsName = framework.DNSName
 
 // launch starts replicas of a secondary scheduler named after the test.
 func launch(ctx context.Context, t *testing.T, replicas int, fast bool) framework.Group {

@@ -3,7 +3,6 @@ package faults
 import (
 	"context"
 	"fmt"
-	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -23,15 +22,7 @@ import (
 
 var deleteNow = metav1.DeleteOptions{GracePeriodSeconds: new(int64)}
 
-var nonDNS = regexp.MustCompile(`[^a-z0-9-]+`)
-
-func dnsName(s string) string {
-	s = strings.Trim(nonDNS.ReplaceAllString(strings.ToLower(s), "-"), "-")
-	if len(s) > 50 {
-		s = strings.TrimRight(s[:50], "-")
-	}
-	return s
-}
+var dnsName = framework.DNSName
 
 // distinctImages is how many distinct images a burst's pods use: each must
 // be resolved once by whoever schedules it, so a failover with a cold cache

@@ -45,40 +45,15 @@ func TestMain(m *testing.M) {
 			os.Setenv(k, v)
 		}
 	}
-	provider, reason := framework.ProviderFromEnv()
-	if provider == nil {
-		skipReason = reason
-		os.Exit(m.Run())
-	}
-	ctx := context.Background()
-	start := time.Now()
-	e, err := provider.Up(ctx)
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "faults: bringing up the %s cluster: %v\n", provider.Name(), err)
-		os.Exit(1)
-	}
-	fmt.Fprintf(os.Stderr, "faults: %s cluster ready in %s (kubeconfig %s)\n", provider.Name(), time.Since(start).Round(time.Second), e.Kubeconfig)
-	if err := framework.Seed(ctx, e.Public, e.Private, burstImages()); err != nil {
-		fmt.Fprintf(os.Stderr, "faults: seeding the registries: %v\n", err)
-		_ = provider.Down(ctx)
-		os.Exit(1)
-	}
-	env = e
-	code := m.Run()
-	if err := report.write(filepath.Join(framework.RepoRoot(), ".cache", "faults")); err != nil {
-		fmt.Fprintf(os.Stderr, "faults: writing the table: %v\n", err)
-		code = 1
-	}
-	if os.Getenv("FAULTS_UPDATE_DOC") != "" {
-		if err := report.updateDoc(filepath.Join(framework.RepoRoot(), "docs", "reliability.md")); err != nil {
-			fmt.Fprintf(os.Stderr, "faults: docs/reliability.md: %v\n", err)
-			code = 1
+	os.Exit(framework.RunSuite(m, "faults", burstImages(), func(e *framework.Env, reason string) { env, skipReason = e, reason }, func() error {
+		if err := report.write(filepath.Join(framework.RepoRoot(), ".cache", "faults")); err != nil {
+			return fmt.Errorf("writing the table: %w", err)
 		}
-	}
-	if err := provider.Down(ctx); err != nil {
-		fmt.Fprintf(os.Stderr, "faults: tearing down: %v\n", err)
-	}
-	os.Exit(code)
+		if os.Getenv("FAULTS_UPDATE_DOC") != "" {
+			return report.updateDoc(filepath.Join(framework.RepoRoot(), "docs", "reliability.md"))
+		}
+		return nil
+	}))
 }
 
 // setup skips without a cluster, and gives the test an empty namespace of its own.

@@ -13,6 +13,9 @@
 #   kubelet, kubectl         KUBE_VERSION (a flavour's) from the flavour's module file (hack/node)
 #   kustomize                the version in go.mod's graph, `go install …@version` (test/e2e, charts)
 #   benchstat                `go install …@version` (make bench)
+#   helm                     the CLI of the Helm library the chart's tests use (the version in
+#                            charts/archfilter/test/go.mod, built from a copy of that module file;
+#                            make e2e-node installs the chart with it)
 # and bin/archfilter-scheduler (`make build-main`, which is incremental) unless
 # ARCHFILTER_SCHEDULER_BINARY names one.
 #
@@ -232,6 +235,28 @@ verify_go_install() {
 }
 go_install_key() { tool_key "$1" "$2" "$(go_key)" "$(declare -f build_go_install)"; }
 
+# --- helm: the CLI of the chart tests' Helm library ----------------------------------------
+
+HELM_MODULE_DIR=$ROOT/charts/archfilter/test
+helm_version() { (cd "$HELM_MODULE_DIR" && go list -m -f '{{.Version}}' helm.sh/helm/v3); }
+
+# build_helm OUT VERSION: helm.sh/helm/v3/cmd/helm at the chart tests' version,
+# with a copy of their module file (-mod=mod adds the CLI's own few modules to
+# the copy, never to the tree), stamped as Helm's releases are (its version;
+# Kubernetes 1.37 for rendering without a cluster, the chart tests' client).
+build_helm() {
+  local out=$1 version=$2 h=helm.sh/helm/v3
+  mkdir -p "$out/src"
+  cp "$HELM_MODULE_DIR/go.mod" "$HELM_MODULE_DIR/go.sum" "$out/src/"
+  (cd "$HELM_MODULE_DIR" && CGO_ENABLED=0 $NICE go build -modfile="$out/src/go.mod" -mod=mod \
+    -ldflags "-s -w -X $h/internal/version.version=$version -X $h/pkg/chartutil.k8sVersionMajor=1 -X $h/pkg/chartutil.k8sVersionMinor=37 -X $h/pkg/lint/rules.k8sVersionMajor=1 -X $h/pkg/lint/rules.k8sVersionMinor=37" \
+    -o "$out/helm" "$h/cmd/helm")
+}
+verify_helm() { expect_version "$1/helm" "$2" "$1/helm" version --short; }
+helm_key() {
+  tool_key helm "$1" "$(go_key)" "$(files_key "$HELM_MODULE_DIR/go.mod" "$HELM_MODULE_DIR/go.sum")" "$(declare -f build_helm)"
+}
+
 # --- the tools by name --------------------------------------------------------------------
 
 tool() { # tool NAME [--print]
@@ -276,11 +301,18 @@ tool() { # tool NAME [--print]
       cached_build "$key" "benchstat $BENCHSTAT_VERSION" verify_go_install build_go_install \
         benchstat golang.org/x/perf/cmd/benchstat "$BENCHSTAT_VERSION"
       ;;
+    helm)
+      local hv
+      hv=$(helm_version)
+      key=$(helm_key "$hv")
+      [[ ${2:-} == --print ]] && { echo "HELM_BIN=$(tool_dir "$key")/helm"; return; }
+      cached_build "$key" "helm $hv" verify_helm build_helm "$hv"
+      ;;
     scheduler)
       [[ ${2:-} == --print ]] && { echo "SCHEDULER_BIN=$SCHEDULER_BIN"; return; }
       build_scheduler
       ;;
-    *) die "unknown tool $1 (etcd kube-apiserver kube-controller-manager kwok kubelet kubectl kustomize benchstat scheduler)" ;;
+    *) die "unknown tool $1 (etcd kube-apiserver kube-controller-manager kwok kubelet kubectl kustomize benchstat helm scheduler)" ;;
   esac
 }
 

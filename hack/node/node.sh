@@ -42,7 +42,7 @@ POD_SUBNET=${POD_SUBNET:-10.213.1.0/24}
 DIR=$ARCHFILTER_CACHE/node/$CLUSTER_NAME
 # kubelet and kubectl $KUBE_VERSION: built once into the tools cache by
 # hack/cluster/tools.sh, like the control plane.
-eval "$("$ROOT/hack/cluster/tools.sh" --print kubelet kubectl)"
+eval "$("$ROOT/hack/cluster/tools.sh" --print kubelet kubectl helm)"
 KUBECONFIG_OUT=$ARCHFILTER_CACHE/$CLUSTER_NAME.kubeconfig
 CGROUP_ROOT=/$NETNS
 SOCK=$DIR/containerd/containerd.sock
@@ -53,7 +53,7 @@ in_netns() { nsenter --net="/run/netns/$NETNS" "$@"; }
 
 print_env() {
   printf '%s\n' "NETNS=$NETNS" "NODE_NAME=$NODE_NAME" "NODE_IP=$NODE_IP" "KUBECONFIG=$KUBECONFIG_OUT" \
-    "NODE_DIR=$DIR" "KUBECTL=$KUBECTL_BIN" "PAUSE_IMAGE=$PAUSE_IMAGE" "CONTAINERD_ADDRESS=$SOCK" "KUBE_VERSION=$KUBE_VERSION"
+    "NODE_DIR=$DIR" "KUBECTL=$KUBECTL_BIN" "HELM=$HELM_BIN" "PAUSE_IMAGE=$PAUSE_IMAGE" "CONTAINERD_ADDRESS=$SOCK" "KUBE_VERSION=$KUBE_VERSION"
   "$ROOT/hack/cluster/registry.sh" env
 }
 
@@ -293,7 +293,7 @@ up() {
   local start
   start=$(date +%s)
   packages
-  "$ROOT/hack/cluster/tools.sh" etcd kube-apiserver kube-controller-manager kwok scheduler kubelet kubectl
+  "$ROOT/hack/cluster/tools.sh" etcd kube-apiserver kube-controller-manager kwok scheduler kubelet kubectl helm
   down
   mkdir -p "$DIR/logs"
   netns_up
@@ -301,8 +301,14 @@ up() {
   log "KWOK control plane $CLUSTER_NAME in network namespace $NETNS"
   # kwok manages only its fake nodes (the annotation test/e2e's fake nodes
   # carry), not the real one; the API server reaches the kubelet by its
-  # address (there is no DNS in the namespace).
-  KWOK_EXTRA_ARGS="kwok-controller=manage-all-nodes=false kwok-controller=manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake kube-apiserver=kubelet-preferred-address-types=InternalIP" \
+  # address (there is no DNS in the namespace). There is no kube-proxy either:
+  # the API server calls webhook Services (the placement mode's) at their
+  # endpoints' pod addresses, on the node's bridge in this same namespace,
+  # not at their ClusterIP (enable-aggregator-routing). The components
+  # alternate: kwokctl v0.8.0 files a component's second argument under the
+  # position of its first in this list, so each component's first argument
+  # must come at its own position among the components (else it panics).
+  KWOK_EXTRA_ARGS="kwok-controller=manage-all-nodes=false kube-apiserver=kubelet-preferred-address-types=InternalIP kwok-controller=manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake kube-apiserver=enable-aggregator-routing=true" \
     in_netns "$ROOT/hack/cluster/up.sh" >/dev/null
   write_configs
   log "real node $NODE_NAME: kubelet $KUBE_VERSION, $(containerd --version | awk '{print "containerd", $3}'), $(runc --version | head -1)"

@@ -257,8 +257,9 @@ func poll(ctx context.Context, t *testing.T, what string, f func(ctx context.Con
 	}
 }
 
+// getPod reads a pod of the e2e-node namespace, or of the one ctx names (ctxNS).
 func getPod(ctx context.Context, cs kubernetes.Interface, name string) (*v1.Pod, error) {
-	return cs.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+	return cs.CoreV1().Pods(podNamespace(ctx)).Get(ctx, name, metav1.GetOptions{})
 }
 
 // waitCrashLoop waits until the pod's container has failed, been restarted

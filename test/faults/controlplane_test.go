@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/archfilter/archfilter/test/e2e/framework"
@@ -61,32 +62,59 @@ func kwokControlPlane(t *testing.T) (*controlPlane, string) {
 		return nil, "hack/cluster/tools.sh --print kwok named no kwokctl"
 	}
 	cp := &controlPlane{dir: filepath.Join(workdir, "clusters", name), name: name, kwokctl: kwokctl, workdir: workdir}
-	if _, err := cp.pid("kube-apiserver"); err != nil {
-		return nil, err.Error()
+	for _, c := range []string{"kube-apiserver", "etcd"} {
+		if len(cp.processes(c)) == 0 {
+			return nil, fmt.Sprintf("no %s process of cluster %s found (kwokctl's binary runtime, in %s)", c, name, cp.dir)
+		}
 	}
 	return cp, ""
 }
 
-func (cp *controlPlane) pid(component string) (int, error) {
-	b, err := os.ReadFile(filepath.Join(cp.dir, "pids", component+".pid"))
-	if err != nil {
-		return 0, fmt.Errorf("pid of %s: %w", component, err)
+// stop ends component with sig and waits until no process of it is left.
+// The pid file may name a process that forked the component (kwokctl's
+// binary runtime forks), so the component's processes are found by their
+// command line: its binary, run with an argument in the cluster's directory.
+func (cp *controlPlane) stop(ctx context.Context, component string, sig syscall.Signal) error {
+	pids := cp.processes(component)
+	if len(pids) == 0 {
+		return fmt.Errorf("no %s process of cluster %s is running", component, cp.name)
 	}
-	return strconv.Atoi(strings.TrimSpace(string(b)))
+	for _, pid := range pids {
+		if err := syscall.Kill(pid, sig); err != nil {
+			return fmt.Errorf("signalling %s (pid %d): %w", component, pid, err)
+		}
+	}
+	return wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 2*time.Minute, true, func(context.Context) (bool, error) {
+		return len(cp.processes(component)) == 0, nil
+	})
 }
 
-// stop ends component with sig and waits until its process is gone.
-func (cp *controlPlane) stop(ctx context.Context, component string, sig syscall.Signal) error {
-	pid, err := cp.pid(component)
-	if err != nil {
-		return err
+// processes are the pids of the running processes of component in this
+// cluster (zombies excluded: nothing may reap a killed daemon here).
+func (cp *controlPlane) processes(component string) []int {
+	entries, _ := os.ReadDir("/proc")
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil || len(cmdline) == 0 {
+			continue
+		}
+		args := strings.Split(strings.TrimRight(string(cmdline), "\x00"), "\x00")
+		if filepath.Base(args[0]) != component || !strings.Contains(string(cmdline), cp.dir) {
+			continue
+		}
+		if stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat")); err == nil {
+			if fields := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:])); len(fields) > 0 && fields[0] == "Z" {
+				continue
+			}
+		}
+		pids = append(pids, pid)
 	}
-	if err := syscall.Kill(pid, sig); err != nil {
-		return fmt.Errorf("signalling %s (pid %d): %w", component, pid, err)
-	}
-	return wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
-		return syscall.Kill(pid, 0) != nil, nil
-	})
+	return pids
 }
 
 // start has kwokctl start what is not running, and waits for the apiserver.
@@ -96,8 +124,9 @@ func (cp *controlPlane) start(ctx context.Context) error {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("kwokctl start cluster: %w\n%s", err, out)
 	}
+	// Served from etcd, not just the apiserver's /version: both must be back.
 	return wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-		_, err := env.Client.Discovery().ServerVersion()
+		_, err := env.Client.CoreV1().Namespaces().List(ctx, metav1.ListOptions{Limit: 1})
 		return err == nil, nil
 	})
 }

@@ -190,6 +190,14 @@ func controlPlaneRestart(t *testing.T, order int, fault, component string, sig s
 	b.start(ctx)
 	b.waitCreated(faultAfter)
 	faultAt := time.Now()
+	// The other components (kube-controller-manager, kwok, the cluster's
+	// scheduler) may lose their leases while it is down and exit, as they would
+	// be restarted by a kubelet: kwokctl starts them again after the case.
+	t.Cleanup(func() {
+		if err := cp.start(context.Background()); err != nil {
+			t.Errorf("restarting the control plane's exited components: %v", err)
+		}
+	})
 	if err := cp.restart(ctx, component, sig, 5*time.Second); err != nil {
 		t.Fatal(err)
 	}

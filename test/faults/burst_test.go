@@ -10,6 +10,7 @@ import (
 
 	ggcrv1 "github.com/google/go-containerregistry/pkg/v1"
 	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -133,15 +134,13 @@ func (b *burst) start(ctx context.Context) {
 				b.mutate(p)
 			}
 			// The apiserver may be restarting: retry until it answers.
+			var last error
 			err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-				_, err := env.Client.CoreV1().Pods(b.ns).Create(ctx, p, metav1.CreateOptions{})
-				if err == nil || strings.Contains(err.Error(), "already exists") {
-					return true, nil
-				}
-				return false, nil
+				_, last = env.Client.CoreV1().Pods(b.ns).Create(ctx, p, metav1.CreateOptions{})
+				return last == nil || apierrors.IsAlreadyExists(last), nil
 			})
 			if err != nil {
-				b.err = fmt.Errorf("creating pod %s: %w", p.Name, err)
+				b.err = fmt.Errorf("creating pod %s: %w (last: %v)", p.Name, err, last)
 				return
 			}
 			b.created <- i
@@ -209,6 +208,7 @@ func (b *burst) settle(ctx context.Context, t *testing.T, timeout, maxGated time
 		t.Fatal(b.err)
 	}
 	var pods []v1.Pod
+	defer b.waitWatched(ctx, &pods)
 	_ = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
 		list, err := env.Client.CoreV1().Pods(b.ns).List(ctx, metav1.ListOptions{LabelSelector: framework.LabelApp + "=burst"})
 		if err != nil {
@@ -276,6 +276,24 @@ func (b *burst) settle(ctx context.Context, t *testing.T, timeout, maxGated time
 		}
 	}
 	return o
+}
+
+// waitWatched waits, a minute at most, until the watch has seen every bound
+// pod of pods bound: after an apiserver or etcd restart, the watch reconnects
+// with a backoff, and bind times are read from it.
+func (b *burst) waitWatched(ctx context.Context, pods *[]v1.Pod) {
+	_ = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		for i := range *pods {
+			if p := &(*pods)[i]; p.Spec.NodeName != "" {
+				if _, seen := b.bound[p.Name]; !seen {
+					return false, nil
+				}
+			}
+		}
+		return true, nil
+	})
 }
 
 // explained reports whether a Pending pod has an event saying why it waits:

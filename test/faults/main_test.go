@@ -17,6 +17,8 @@ package faults
 import (
 	"context"
 	"fmt"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"os"
 	"path/filepath"
 	"testing"
@@ -66,13 +68,29 @@ func setup(t *testing.T) (context.Context, string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	t.Cleanup(cancel)
 	ns := dnsName("faults-" + t.Name())
+	newNamespace(ctx, t, ns)
+	return ctx, ns
+}
+
+// newNamespace creates ns, deleted after the test, and waits for its default
+// ServiceAccount, without which no pod can be created in it: the
+// kube-controller-manager creates it, and after a control-plane fault it may
+// be waiting for its lease.
+func newNamespace(ctx context.Context, t *testing.T, ns string) {
+	t.Helper()
 	if err := framework.ResetNamespace(ctx, env.Client, ns); err != nil {
 		t.Fatalf("namespace %s: %v", ns, err)
 	}
 	t.Cleanup(func() {
 		_ = env.Client.CoreV1().Namespaces().Delete(context.Background(), ns, deleteNow)
 	})
-	return ctx, ns
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		_, err := env.Client.CoreV1().ServiceAccounts(ns).Get(ctx, "default", metav1.GetOptions{})
+		return err == nil, nil
+	})
+	if err != nil {
+		t.Fatalf("namespace %s has no default ServiceAccount after 2 minutes (is kube-controller-manager running?): %v", ns, err)
+	}
 }
 
 // logDir is where a test's processes write their logs.

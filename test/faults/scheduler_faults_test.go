@@ -258,10 +258,7 @@ type standbyResult struct {
 func standbyFailover(ctx context.Context, t *testing.T, warm bool) standbyResult {
 	t.Helper()
 	ns := dnsName(fmt.Sprintf("faults-standby-warm-%v", warm))
-	if err := framework.ResetNamespace(ctx, env.Client, ns); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = env.Client.CoreV1().Namespaces().Delete(context.Background(), ns, deleteNow) })
+	newNamespace(ctx, t, ns)
 	// The cold standby is kube-scheduler's own: delayCacheUntilActive starts
 	// its informers only once it leads, so it has seen no pod before.
 	s := newSchedulers(t, secondaryTemplate(), schedulerOptions{name: dnsName(fmt.Sprintf("af-standby-warm-%v", warm)), delayCacheUntilActive: !warm})

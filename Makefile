@@ -26,6 +26,13 @@ export CGO_ENABLED ?= 0
 # instead of compiling Kubernetes again (about 4 minutes a flavour on 2 cores).
 TRIMPATH       ?= -trimpath
 GOTESTFLAGS    ?=
+# go test's own vet pass (a subset of go vet's analyzers) computes vet facts
+# for every dependency, once per build configuration (each flavour, -race, each
+# test graph): minutes from empty caches. make test sets -vet=off because its
+# verify stage runs the full go vet on every package of this module, in both
+# flavours (charts/archfilter/test, a module of its own, and test-race, whose
+# race-only files go vet does not see, keep go test's vet).
+GOTESTVET      ?=
 FLAVOUR        ?= main
 
 # Versions are stamped into the binary: archfilter's own from git, and the
@@ -134,10 +141,12 @@ TEST_STAGES    := test-unit-main test-unit-k8s1.34 verify test-race test-integra
 
 # Every stage runs, even after one fails; the table is printed either way and
 # make test fails if a stage did. TRIMPATH is dropped so the binaries reuse
-# what the tests compiled.
+# what the tests compiled; GOTESTVET (above) leaves vet to the verify stage.
+# Tools built from module graphs of their own are built in the background
+# beside the first stages (tools-ahead, below).
 .PHONY: test
 test: ## What CI runs: unit tests, verify, the race detector, integration (in-process control plane, real binaries), the Helm chart, e2e on local KWOK clusters and on a real node, Karpenter creating nodes (mode off and on), README's commands, benchmark smoke; then a table of what each stage cost.
-	@MAKE="$(MAKE)" hack/stage.sh all $(TEST_STAGES) -- TRIMPATH=
+	@MAKE="$(MAKE)" hack/stage.sh all $(TEST_STAGES) -- TRIMPATH= GOTESTVET=-vet=off
 
 UNIT_PKGS      := ./apis/... ./cmd/... ./internal/... ./pkg/... ./hack/image/...
 # The benchmark report's parsing, targets and smoke gates; not test/perf itself,
@@ -155,11 +164,11 @@ test-unit: test-unit-main test-unit-k8s1.34 ## Unit tests of both flavours (no n
 test-unit-main: ## Unit tests of the main line.
 	# test/perf's own tests (its scheduler_perf configuration) on the main line,
 	# whose scheduler_perf make bench runs.
-	$(GO) test $(GOTESTFLAGS) $(UNIT_PKGS) ./test/perf/
+	$(GO) test $(GOTESTVET) $(GOTESTFLAGS) $(UNIT_PKGS) ./test/perf/
 
 test-unit-k8s1.34: ## Unit tests of the k8s1.34 flavour.
 	# ./cmd/... does not match cmd/scheduler-plugins (go.mod ignores it): name it.
-	$(GO) test $(K8S134_GOFLAGS) $(GOTESTFLAGS) $(UNIT_PKGS) ./cmd/scheduler-plugins
+	$(GO) test $(K8S134_GOFLAGS) $(GOTESTVET) $(GOTESTFLAGS) $(UNIT_PKGS) ./cmd/scheduler-plugins
 
 # The packages with concurrency of their own: the resolver (workers, cache,
 # singleflight), its transport (breakers, limits) and the plugin (held pods,
@@ -169,14 +178,16 @@ RACE_PKGS      := ./pkg/resolver/... ./pkg/plugins/... ./internal/placement/...
 
 .PHONY: test-race
 test-race: ## Race detector on the packages with concurrency (main line).
+	# Keeps go test's vet under make test too: go vet in make verify does not
+	# see the files only -race builds (//go:build race).
 	CGO_ENABLED=1 $(GO) test -race $(GOTESTFLAGS) $(RACE_PKGS)
 
 .PHONY: test-integration
 test-integration: build ## Integration tests of both flavours: the real binaries, control planes and registries.
 	ARCHFILTER_SCHEDULER_BINARY=$(abspath $(BINARY)) ARCHFILTER_KUBE_VERSION=$(KUBE_VERSION) \
-		$(GO) test $(GOTESTFLAGS) ./test/integration/...
+		$(GO) test $(GOTESTVET) $(GOTESTFLAGS) ./test/integration/...
 	ARCHFILTER_SCHEDULER_BINARY=$(abspath $(BINARY_K8S134)) ARCHFILTER_KUBE_VERSION=$(KUBE_VERSION_K8S134) \
-		$(GO) test $(K8S134_GOFLAGS) $(GOTESTFLAGS) ./test/integration/...
+		$(GO) test $(K8S134_GOFLAGS) $(GOTESTVET) $(GOTESTFLAGS) ./test/integration/...
 
 # The chart's tests are a Go module of their own (Helm's client libraries are
 # Kubernetes v0.37, go.mod pins v0.36): lint, every mode and values
@@ -256,7 +267,25 @@ e2e: build ## End-to-end tests on local KWOK clusters, once per cell of E2E_MATR
 .PHONY: e2e-faults
 e2e-faults: build-main build-placement ## Faults injected mid-burst on a local KWOK cluster (test/faults): scheduler failover (SIGKILL, SIGTERM), kube-apiserver and etcd restarts, a registry outage, the hot standby, the placement mode's faults; table in .cache/faults/table.md, and with FAULTS_UPDATE_DOC=1 in docs/reliability.md.
 	E2E_PROVIDER=kwok ARCHFILTER_SCHEDULER_BINARY=$(abspath $(BINARY)) PLACEMENT_BIN=$(abspath $(BINARY_PLACEMENT)) \
-		$(GO) test $(GOTESTFLAGS) -count=1 -timeout 45m -v ./test/faults/
+		$(GO) test $(GOTESTVET) $(GOTESTFLAGS) -count=1 -timeout 45m -v ./test/faults/
+
+# The tools make test needs that are built from module graphs of their own, so
+# that the tests compile none of their packages: etcd, kwok, kustomize, the
+# matrix's API servers of versions without a module file here, helm (from the
+# chart tests' module), Karpenter's provider. make test (hack/stage.sh) builds
+# them in the background beside its first stages, which leave a core idle
+# part of the time; a stage that needs one still being built waits for it.
+# The tools of this module's graph (the flavours' control planes, kubelet,
+# kubectl) are left to the stages: the tests compile their packages first.
+.PHONY: tools-ahead
+tools-ahead: ## Build into the tools cache what make test needs from module graphs of their own (make test does it in the background).
+	hack/cluster/tools.sh etcd kwok kustomize
+	for v in $(sort $(foreach c,$(E2E_MATRIX),$(word 2,$(subst :, ,$(c))))); do \
+		case $$v in $(KUBE_VERSION)|$(KUBE_VERSION_K8S134)) continue ;; esac; \
+		KUBE_VERSION=$$v hack/cluster/tools.sh kube-apiserver; \
+	done
+	hack/cluster/tools.sh helm
+	hack/karpenter/tools.sh
 
 .PHONY: e2e-node
 e2e-node: build-main ## A real linux/amd64 node (kubelet, Debian's containerd and runc; root) beside KWOK nodes: archfilter deployed with kubectl apply -k, the real exec format error and the fix; then the Helm chart with the placement mode from its own image (install, the stock scheduler placing by the affinity it wrote, upgrade, uninstall through its hook) and the k8s1.34 image run once.
@@ -271,7 +300,7 @@ e2e-karpenter: build-main build-placement ## The placement mode with a real auto
 .PHONY: test-readme
 test-readme: build-main ## Run README.md's shell blocks as written (make demo, kubectl against its cluster; test/readme), then make demo-down.
 	PATH="$$(dirname "$$(hack/node/node.sh kubectl)"):$$PATH" ARCHFILTER_README_RUN=1 \
-		$(GO) test $(GOTESTFLAGS) -count=1 -v -timeout 30m -run TestShellBlocksRun ./test/readme/
+		$(GO) test $(GOTESTVET) $(GOTESTFLAGS) -count=1 -v -timeout 30m -run TestShellBlocksRun ./test/readme/
 
 .PHONY: e2e-kind
 e2e-kind: ## End-to-end tests on a kind cluster (needs Docker, kind, kubectl; cannot run without a Docker engine).

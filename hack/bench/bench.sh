@@ -25,6 +25,7 @@
 #   BENCH_OUT          where raw outputs go (.cache/bench/<scale>-<UTC time>), run.env among
 #                      them: the settings above and the commit, for --report
 #   BENCH_DOC          the document written (docs/benchmarks.md)
+#   GOTESTVET          -vet=off under make test, whose verify stage vets every package
 #
 # Needs Go and the Go module proxy only: etcd (scheduler_perf starts it from PATH) and
 # benchstat are built once into the tools cache by hack/cluster/tools.sh.
@@ -102,6 +103,10 @@ mkdir -p "$BENCH_OUT"
   printf 'BENCH_COMMIT=%s\n' "$COMMIT"
 } >"$BENCH_OUT/run.env"
 
+# make test's -vet=off (GOTESTVET), as one word or none.
+VET=()
+[[ -z ${GOTESTVET:-} ]] || VET=("$GOTESTVET")
+
 START=$(date +%s)
 LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg)
 
@@ -144,7 +149,7 @@ fi
 if ((BENCH_MICRO_COUNT > 0)); then
   log "micro-benchmarks (-count $BENCH_MICRO_COUNT): ${MICRO_PKGS[*]}"
   t=$(date +%s)
-  if ! $NICE go test -run '^$' -bench "$MICRO_BENCH" -benchmem -count "$BENCH_MICRO_COUNT" "${MICRO_PKGS[@]}" \
+  if ! $NICE go test "${VET[@]}" -run '^$' -bench "$MICRO_BENCH" -benchmem -count "$BENCH_MICRO_COUNT" "${MICRO_PKGS[@]}" \
     >"$BENCH_OUT/micro.txt" 2>&1; then
     # The others still ran; the report lists the failures and leaves their rows empty.
     # bench-smoke's own gate (Filter's allocations) is checked by the report below.
@@ -166,7 +171,7 @@ if ! $SMOKE && ((BENCH_MICRO_COUNT > 0)); then
   log "scheduling cycle (test/perf/cycle), $BENCH_MICRO_COUNT round(s)"
   t=$(date +%s)
   CYCLE_TEST=$BENCH_OUT/cycle.test
-  $NICE go test -c -o "$CYCLE_TEST" ./test/perf/cycle/ || die "test/perf/cycle does not build"
+  $NICE go test "${VET[@]}" -c -o "$CYCLE_TEST" ./test/perf/cycle/ || die "test/perf/cycle does not build"
   for ((round = 1; round <= BENCH_MICRO_COUNT; round++)); do
     order=()
     ((round % 2)) || order=(-reverse)
@@ -192,7 +197,7 @@ if [[ ${BENCH_PERF:-true} == true ]]; then
   # A CPU profile of the whole run, except in the smoke (docs/benchmarks.md, "Where the CPU goes").
   PROFILE=()
   $SMOKE || PROFILE=(-cpuprofile "$BENCH_OUT/perf.cpu.pprof" -o "$BENCH_OUT/perf.test")
-  if ! ARTIFACTS="$BENCH_OUT/logs" $NICE go test "${MODFLAG[@]}" ./test/perf/ -run '^$' "${PROFILE[@]}" \
+  if ! ARTIFACTS="$BENCH_OUT/logs" $NICE go test "${VET[@]}" "${MODFLAG[@]}" ./test/perf/ -run '^$' "${PROFILE[@]}" \
     -bench BenchmarkPerfScheduling -benchtime=1x -count 1 -timeout 3h \
     -args -rounds "$BENCH_ROUNDS" -perf-scheduling-label-filter="$BENCH_SCALE${BENCH_LABELS:+,$BENCH_LABELS}" \
     -data-items-dir="$BENCH_OUT/items" >"$BENCH_OUT/perf.log" 2>&1; then

@@ -14,7 +14,8 @@
 # versions of kube-apiserver and kube-controller-manager (built once by
 # tools.sh). Prints one line per cell at the end, also written to
 # .cache/e2e/matrix.txt; exits non-zero when any cell failed.
-# Environment: E2E_TIMEOUT (per cell, default 30m), GOTESTFLAGS.
+# Environment: E2E_TIMEOUT (per cell, default 30m), GOTESTFLAGS, GOTESTVET (make test:
+# -vet=off; its verify stage vets every package).
 set -uo pipefail
 # shellcheck source=hack/cluster/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -41,7 +42,7 @@ for cell in "$@"; do
   # shellcheck disable=SC2086 # GOTESTFLAGS is a list of flags
   (cd "$ROOT" && E2E_PROVIDER=kwok ARCHFILTER_SCHEDULER_BINARY=$bin KUBE_VERSION=$apiserver KCM_VERSION=$kcm \
     hack/stage.sh run "$flavour x apiserver $apiserver" -- \
-    go test "${goflags[@]}" ${GOTESTFLAGS:-} -count=1 -timeout "${E2E_TIMEOUT:-30m}" -v ./test/e2e/... 2>&1 | tee "$log_file")
+    go test "${goflags[@]}" ${GOTESTVET:-} ${GOTESTFLAGS:-} -count=1 -timeout "${E2E_TIMEOUT:-30m}" -v ./test/e2e/... 2>&1 | tee "$log_file")
   rc=$?
   result=passed
   if [[ $rc -ne 0 ]]; then

@@ -8,7 +8,7 @@
 # runs the test, and removes the cluster and registries (E2E_KEEP_CLUSTER=1
 # keeps them).
 #
-# Environment: GOTESTFLAGS, E2E_TIMEOUT (default 10m), E2E_KEEP_CLUSTER,
+# Environment: GOTESTFLAGS, GOTESTVET (make test: -vet=off), E2E_TIMEOUT (default 10m), E2E_KEEP_CLUSTER,
 # PLACEMENT_BIN (default bin/archfilter-placement, built here),
 # ARCHFILTER_SCHEDULER_BINARY (hack/cluster/lib.sh).
 set -euo pipefail
@@ -59,5 +59,5 @@ cd "$ROOT"
 # shellcheck disable=SC2086 # GOTESTFLAGS is a list of flags
 E2E_KUBECONFIG=$kubeconfig KARPENTER_BIN=$KARPENTER_BIN KARPENTER_CRDS=$KARPENTER_CRDS \
   REGISTRY=$registry PLACEMENT_BIN=$placement_bin \
-  go test ${GOTESTFLAGS:-} -count=1 -v -timeout "${E2E_TIMEOUT:-10m}" ./test/karpenter/
+  go test ${GOTESTVET:-} ${GOTESTFLAGS:-} -count=1 -v -timeout "${E2E_TIMEOUT:-10m}" ./test/karpenter/
 log "e2e-karpenter done in $(since "$start")"

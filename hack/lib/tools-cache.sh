@@ -76,7 +76,9 @@ progress_step() {
 }
 
 # tools_record STATUS LABEL [SECONDS]: tell the stage running us (hack/stage.sh
-# sets ARCHFILTER_STAGE_TOOLS) that LABEL came from the cache or was built.
+# sets ARCHFILTER_STAGE_TOOLS) that LABEL came from the cache, was built, or
+# came from the cache after waiting SECONDS for another builder (make test's
+# tools-ahead).
 tools_record() {
   [[ -n ${ARCHFILTER_STAGE_TOOLS:-} ]] || return 0
   printf '%s\t%s\t%s\n' "$1" "$2" "${3:-0}" >>"$ARCHFILTER_STAGE_TOOLS" 2>/dev/null || true
@@ -137,13 +139,19 @@ cached_build() {
   mkdir -p "$locks" || die "cannot create $locks (ARCHFILTER_TOOLS_CACHE=$ARCHFILTER_TOOLS_CACHE)"
   lock=$locks/$base.lock
   exec {fd}>"$lock"
+  local waited=
   if ! flock -n "$fd"; then
     log "waiting for another build of $label ($lock)"
+    waited=$(date +%s)
     flock "$fd"
   fi
   if tool_cached "$dir"; then
     exec {fd}>&-
-    tools_record cached "$label"
+    if [[ -n $waited ]]; then
+      tools_record waited "$label" $(($(date +%s) - waited))
+    else
+      tools_record cached "$label"
+    fi
     return 0
   fi
   # Ours to build: what an interrupted build of this key left is garbage.

@@ -79,7 +79,8 @@ info "images $placement_image, $k8s134_image in $(since "$step")"
 
 step=$(date +%s)
 log "building the e2e-node test binary"
-(cd "$ROOT" && $NICE go test -c -o "$OUT/e2enode.test" ./test/e2enode)
+# shellcheck disable=SC2086 # GOTESTVET is empty or one flag (make test: -vet=off)
+(cd "$ROOT" && $NICE go test ${GOTESTVET:-} -c -o "$OUT/e2enode.test" ./test/e2enode)
 info "built in $(since "$step")"
 
 log "test/e2enode on node $NODE_NAME"

@@ -272,7 +272,8 @@ e2e-faults: build-main build-placement ## Faults injected mid-burst on a local K
 # The tools make test needs that are built from module graphs of their own, so
 # that the tests compile none of their packages: etcd, kwok, kustomize, the
 # matrix's API servers of versions without a module file here, helm (from the
-# chart tests' module), Karpenter's provider. make test (hack/stage.sh) builds
+# chart tests' module), Karpenter's provider; and the linux/arm64 compile of
+# make e2e-node's images. make test (hack/stage.sh) builds
 # them in the background beside its first stages, which leave a core idle
 # part of the time; a stage that needs one still being built waits for it.
 # The tools of this module's graph (the flavours' control planes, kubelet,
@@ -286,6 +287,10 @@ tools-ahead: ## Build into the tools cache what make test needs from module grap
 	done
 	hack/cluster/tools.sh helm
 	hack/karpenter/tools.sh
+	# Not a tool: the linux/arm64 compile of the scheduler and the companion
+	# that make e2e-node's images need (the tests compile nothing for arm64),
+	# into Go's build cache, with the flags make image uses.
+	GOOS=linux GOARCH=arm64 nice -n 10 $(GO) build $(TRIMPATH) ./cmd/scheduler ./cmd/archfilter-placement
 
 .PHONY: e2e-node
 e2e-node: build-main ## A real linux/amd64 node (kubelet, Debian's containerd and runc; root) beside KWOK nodes: archfilter deployed with kubectl apply -k, the real exec format error and the fix; then the Helm chart with the placement mode from its own image (install, the stock scheduler placing by the affinity it wrote, upgrade, uninstall through its hook) and the k8s1.34 image run once.

@@ -79,20 +79,28 @@ run() {
   fi
   local depth=${STAGE_DEPTH:-0} parent=${ARCHFILTER_STAGE:-} parent_tools=${ARCHFILTER_STAGE_TOOLS:-}
   [[ -n $parent ]] && depth=1
-  local tools start m0 c0 rc=0 self=$BASHPID
+  local tools start m0 rc=0
   tools=$(mktemp "$CACHE/stage-tools.XXXXXX")
   start=$(date +%s)
   m0=$(machine_ticks)
-  c0=$(child_ticks "$self")
-  ARCHFILTER_STAGE=$name ARCHFILTER_STAGE_TOOLS=$tools "$@" || rc=$?
+  # In a subshell of its own, whose waited-for children are the stage's
+  # processes only (not make tools-ahead, whose end this shell may reap meanwhile).
+  (
+    self=$BASHPID
+    c0=$(child_ticks "$self")
+    ARCHFILTER_STAGE=$name ARCHFILTER_STAGE_TOOLS=$tools "$@"
+    rc=$?
+    echo $(($(child_ticks "$self") - c0)) >"$tools.cpu"
+    exit "$rc"
+  ) || rc=$?
   local wall=$(($(date +%s) - start))
-  local cpu=$((($(child_ticks "$self") - c0) / HZ)) machine=$((($(machine_ticks) - m0) / HZ))
+  local cpu=$(($(cat "$tools.cpu" 2>/dev/null || echo 0) / HZ)) machine=$((($(machine_ticks) - m0) / HZ))
   local result=passed
   ((rc == 0)) || result="FAILED (exit $rc)"
   printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$depth" "$name" "${parent:--}" "$wall" "$cpu" "$machine" "$result" \
     "$(tools_summary "$tools")" >>"$ARCHFILTER_STAGE_TABLE"
   [[ -z $parent_tools ]] || cat "$tools" >>"$parent_tools"
-  rm -f "$tools"
+  rm -f "$tools" "$tools.cpu"
   return "$rc"
 }
 

@@ -44,6 +44,8 @@ type ArchFilter struct {
 	nodes       *nodeIndex
 	platforms   *platformTable
 	held        *heldPods
+	// gangs finds the other members of a pod's gang (nil without informers).
+	gangs *gangs
 	// daemonSetChecked holds the UIDs of DaemonSet pods already checked.
 	daemonSetChecked sync.Map
 	events           podEvents
@@ -135,6 +137,9 @@ func newPlugin(ctx context.Context, args *config.ArchFilterArgs, h schedfw.Handl
 		if err := pl.held.forgetDeletedPods(f.Core().V1().Pods().Informer()); err != nil {
 			return nil, err
 		}
+		if pl.gangs, err = indexGangs(f.Core().V1().Pods().Informer()); err != nil {
+			return nil, err
+		}
 	}
 	go func() {
 		<-ctx.Done()
@@ -146,12 +151,20 @@ func newPlugin(ctx context.Context, args *config.ArchFilterArgs, h schedfw.Handl
 // Name returns the plugin name.
 func (pl *ArchFilter) Name() string { return Name }
 
-// activate moves held pods back to the active queue. It takes the queue lock,
-// so it runs only from resolver callbacks and timers, never from PreEnqueue or
-// a queueing hint.
+// activate moves held pods back to the active queue, with the held members of
+// their gangs, which may have waited for them (gangReady). It takes the queue
+// lock, so it runs only from resolver callbacks and timers, never from
+// PreEnqueue or a queueing hint.
 func (pl *ArchFilter) activate(pods map[string]*v1.Pod) {
 	if len(pods) == 0 {
 		return
+	}
+	for _, pod := range pods {
+		for _, m := range pl.gangs.members(gangKey(pod), pod) {
+			if pl.held.isHeld(m.UID) {
+				pods[podKey(m)] = m
+			}
+		}
 	}
 	pl.handle.Activate(klog.Background(), pods)
 }

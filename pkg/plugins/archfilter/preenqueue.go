@@ -20,6 +20,10 @@ import (
 // ReasonWaiting is PreEnqueue's reason while a pod's images resolve.
 const ReasonWaiting = "waiting for the platforms of the pod's images to be resolved"
 
+// ReasonWaitingForGang is PreEnqueue's reason for a gang member whose images
+// are known while another member's still resolve: the gang is released together.
+const ReasonWaitingForGang = "waiting for the platforms of the images of the other pods of its gang to be resolved"
+
 // slowWait is how long a pod waits before an event tells people why.
 const slowWait = 3 * time.Second
 
@@ -49,6 +53,9 @@ func (pl *ArchFilter) PreEnqueue(ctx context.Context, pod *v1.Pod) *fwk.Status {
 	creds := pl.credentials.ForPod(pod)
 	lookup := pl.lookup(creds)
 	if decision.AllKnown(pod, lookup) {
+		if key := gangKey(pod); key != "" && !pl.gangReady(key, pod) && pl.held.hold(pod, pl.settings.MaxWait) {
+			return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, ReasonWaitingForGang)
+		}
 		pl.held.release(pod.UID, releaseResolved)
 		return nil
 	}
@@ -67,6 +74,20 @@ func (pl *ArchFilter) PreEnqueue(ctx context.Context, pod *v1.Pod) *fwk.Status {
 		pl.resolver.ResolveAsync(request(image, creds), func(resolver.Result) { pl.held.resolved(pod, image) })
 	}
 	return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, ReasonWaiting)
+}
+
+// gangReady reports whether every other unscheduled member of the gang key
+// that ArchFilter resolves has all its images known. Memory only.
+func (pl *ArchFilter) gangReady(key string, pod *v1.Pod) bool {
+	for _, m := range pl.gangs.members(key, pod) {
+		if pl.scope.skipReason(m) != "" || decision.Declared(m) {
+			continue
+		}
+		if !decision.AllKnown(m, pl.lookupFor(m)) {
+			return false
+		}
+	}
+	return true
 }
 
 // releaseReason labels the pods_released metric.

@@ -68,3 +68,25 @@ func TestGangWaitIsBounded(t *testing.T) {
 		t.Errorf("PreEnqueue(known) after maxWait (-want,+got):\n%s", diff)
 	}
 }
+
+// TestGangResolvesGatedMembers: a gang-mate still carrying another scheduling
+// gate never reaches ArchFilter's PreEnqueue, so a member waiting for it has
+// its images resolved, and is activated when they are.
+func TestGangResolvesGatedMembers(t *testing.T) {
+	ctx := testContext(t)
+	known := makePod("known", imgMulti).Label(coschedulingLabel, "g").Obj()
+	gated := makePod("gated", imgNewMain).Label(coschedulingLabel, "g").SchedulingGates([]string{"example.com/hold"}).Obj()
+	h := newHarness(t, ctx, harnessConfig{objects: []runtime.Object{known.DeepCopy(), gated.DeepCopy()}})
+	h.poll(ctx, "the gang index to hold the pods", func() bool { return len(h.pl.gangs.members("default/g", known)) == 1 })
+	if got := statusOf(h.preEnqueue(ctx, known)); got.Message != ReasonWaitingForGang {
+		t.Fatalf("PreEnqueue(known) = %+v, want held for its gang", got)
+	}
+	if got := h.res.asyncCalls(); len(got) != 1 || got[0] != imgNewMain {
+		t.Fatalf("resolutions started: %v, want the gated member's image", got)
+	}
+	h.res.complete(imgNewMain, resolver.Result{Platforms: mustSet(t, "linux/arm64")})
+	h.poll(ctx, "the waiting member activated", func() bool { return h.act.activations("default/known") > 0 })
+	if diff := cmp.Diff(success, statusOf(h.preEnqueue(ctx, known))); diff != "" {
+		t.Errorf("PreEnqueue(known) once its gang-mate's image resolved (-want,+got):\n%s", diff)
+	}
+}

@@ -77,17 +77,25 @@ func (pl *ArchFilter) PreEnqueue(ctx context.Context, pod *v1.Pod) *fwk.Status {
 }
 
 // gangReady reports whether every other unscheduled member of the gang key
-// that ArchFilter resolves has all its images known. Memory only.
+// that ArchFilter resolves has all its images known. The images not known yet
+// are resolved now (a member still gated by another scheduling gate never
+// reached its own PreEnqueue), and pod is activated, with its gang, as each
+// answer arrives. Memory only: the requests go to the resolver's workers.
 func (pl *ArchFilter) gangReady(key string, pod *v1.Pod) bool {
+	ready := true
 	for _, m := range pl.gangs.members(key, pod) {
 		if pl.scope.skipReason(m) != "" || decision.Declared(m) {
 			continue
 		}
-		if !decision.AllKnown(m, pl.lookupFor(m)) {
-			return false
+		creds := pl.credentials.ForPod(m)
+		for _, image := range decision.Unknown(m, pl.lookup(creds)) {
+			ready = false
+			pl.resolver.ResolveAsync(request(image, creds), func(resolver.Result) {
+				pl.activate(map[string]*v1.Pod{podKey(pod): pod})
+			})
 		}
 	}
-	return true
+	return ready
 }
 
 // releaseReason labels the pods_released metric.

@@ -167,7 +167,7 @@ func (l *ProcessLauncher) Launch(ctx context.Context, o LaunchOptions) (Group, e
 	if err != nil {
 		return nil, err
 	}
-	cfg.SetKubeconfig(l.Kubeconfig).AddInsecureRegistries(l.Registries...).SetArchFilterArgs(o.ArchFilterArgs)
+	cfg.SetKubeconfig(l.Kubeconfig).AddInsecureRegistries(l.Registries...).SetArchFilterArgs(o.ArchFilterArgs).SetPlugins(o.Plugins)
 	if o.Name != "" {
 		cfg.SetSchedulerName(o.Name)
 		var lease, renew, retry time.Duration
@@ -205,7 +205,7 @@ func (g *processGroup) start(ctx context.Context) error {
 	g.generation++
 	for i := 0; i < g.opts.Replicas; i++ {
 		id := fmt.Sprintf("%s-g%d-%d", g.name, g.generation, i)
-		s, err := StartScheduler(ctx, g.launcher.Binary, g.config, g.opts.LogDir, id)
+		s, err := StartScheduler(ctx, g.launcher.Binary, g.config, g.opts.LogDir, id, g.opts.ExtraArgs...)
 		if err != nil {
 			g.Stop(ctx)
 			return err

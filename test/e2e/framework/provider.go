@@ -58,6 +58,12 @@ type LaunchOptions struct {
 	// ArchFilterArgs are merged over the manifests' ArchFilter args
 	// (process launchers only), e.g. {"failurePolicy": "Fail"}.
 	ArchFilterArgs map[string]any
+	// Plugins, when set, replaces the profile's plugins (process launchers
+	// only), e.g. to enable a scheduler-plugins plugin beside ArchFilter.
+	Plugins map[string]any
+	// ExtraArgs are added to the scheduler's command line (process launchers
+	// only), e.g. feature gates.
+	ExtraArgs []string
 }
 
 // Group is a set of replicas of one scheduler sharing a lease.

@@ -92,6 +92,20 @@ func (c *SchedulerConfig) SetLeaderElection(enabled bool, namespace, name string
 	return c
 }
 
+// SetPlugins replaces the plugins of every profile, when plugins is not nil.
+func (c *SchedulerConfig) SetPlugins(plugins map[string]any) *SchedulerConfig {
+	if plugins == nil {
+		return c
+	}
+	profiles, _ := c.obj["profiles"].([]any)
+	for _, p := range profiles {
+		if pm, ok := p.(map[string]any); ok {
+			pm["plugins"] = plugins
+		}
+	}
+	return c
+}
+
 // SetDelayCacheUntilActive sets kube-scheduler's delayCacheUntilActive: with
 // leader election, a replica starts its informers only once it leads.
 func (c *SchedulerConfig) SetDelayCacheUntilActive(delay bool) *SchedulerConfig {

@@ -1,0 +1,79 @@
+//go:build !k8s1.34
+
+package e2e
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	schedulingv1alpha2 "k8s.io/api/scheduling/v1alpha2"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/archfilter/archfilter/pkg/plugins/archfilter"
+	"github.com/archfilter/archfilter/test/e2e/framework"
+)
+
+// TestArchFilterGang: Kubernetes' gang scheduling (GenericWorkload,
+// GangScheduling: a PodGroup with a gang policy, pods naming it in
+// spec.schedulingGroup). A gang of mixed images, one of which the registry
+// answers seconds after the others: ArchFilter holds the members whose images
+// are known until the last one's are, so they go to the scheduler together; all
+// are bound, each where its image runs.
+func TestArchFilterGang(t *testing.T) {
+	ctx, ns := setup(t)
+	resources, err := env.Client.Discovery().ServerResourcesForGroupVersion(schedulingv1alpha2.SchemeGroupVersion.String())
+	served := err == nil && resources != nil && func() bool {
+		for _, r := range resources.APIResources {
+			if r.Name == "podgroups" {
+				return true
+			}
+		}
+		return false
+	}()
+	if !served {
+		t.Skipf("not run: the API server does not serve %s PodGroups, which this kube-scheduler's gang scheduling reads "+
+			"(alpha APIs are not served across minors; make e2e enables them on the main line's own API server)", schedulingv1alpha2.SchemeGroupVersion)
+	}
+	slow := newSlowRegistry(t, "slow", 3*time.Second)
+	g := launchWith(ctx, t, framework.LaunchOptions{
+		Replicas:       1,
+		ArchFilterArgs: map[string]any{"registries": gangRegistries(slow)},
+		ExtraArgs:      []string{"--feature-gates=GenericWorkload=true,GangScheduling=true", "-v=5"},
+	})
+	members := gangMembers(ctx, t, ns, slow)
+	pg := &schedulingv1alpha2.PodGroup{
+		ObjectMeta: metav1.ObjectMeta{Name: "gang", Namespace: ns},
+		Spec: schedulingv1alpha2.PodGroupSpec{SchedulingPolicy: schedulingv1alpha2.PodGroupSchedulingPolicy{
+			Gang: &schedulingv1alpha2.GangSchedulingPolicy{MinCount: int32(len(members))},
+		}},
+	}
+	if _, err := env.Client.SchedulingV1alpha2().PodGroups(ns).Create(ctx, pg, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var pods []*v1.Pod
+	for _, m := range members {
+		p := pod(ns, m.name, m.ref, g.SchedulerName())
+		p.Spec.SchedulingGroup = &v1.PodSchedulingGroup{PodGroupName: ptr.To(pg.Name)}
+		pods = append(pods, p)
+	}
+	createGang(ctx, t, ns, pods)
+	checkGang(ctx, t, ns, members, slow)
+	// The scheduler's queue logs each PreEnqueue status (-v=5): a member whose
+	// images were known waited for the gang at ArchFilter, not in Permit.
+	logs, _ := filepath.Glob(filepath.Join(framework.RepoRoot(), ".cache", "e2e", "logs", dnsName(t.Name()), "*.log"))
+	held := false
+	for _, l := range logs {
+		b, err := os.ReadFile(l)
+		if err == nil && strings.Contains(string(b), archfilter.ReasonWaitingForGang) {
+			held = true
+		}
+	}
+	if !held {
+		t.Errorf("no member was held for its gang at PreEnqueue (%q in %v)", archfilter.ReasonWaitingForGang, logs)
+	}
+}

@@ -10,6 +10,7 @@ import (
 
 	ggcrv1 "github.com/google/go-containerregistry/pkg/v1"
 	v1 "k8s.io/api/core/v1"
+	schedulingv1alpha2 "k8s.io/api/scheduling/v1alpha2"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -66,6 +67,9 @@ type burst struct {
 	images        []framework.Image
 	// mutate adjusts each pod (a gate, a group).
 	mutate func(*v1.Pod)
+	// gangs is how many gangs of gangSize pods the burst interleaves (Kubernetes'
+	// gang scheduling: a PodGroup each, members naming it).
+	gangs int
 
 	created chan int
 	done    chan struct{}
@@ -79,6 +83,33 @@ type burst struct {
 func newBurst(ns, scheduler string, total int) *burst {
 	return &burst{ns: ns, scheduler: scheduler, total: total, interval: 50 * time.Millisecond, images: burstImages(),
 		bound: map[string]time.Time{}, node: map[string]string{}}
+}
+
+// gangSize is the members of each gang of a burst.
+const gangSize = 4
+
+// gangOf is the PodGroup pod i belongs to, or "": every 12th pod, in turn.
+func (b *burst) gangOf(i int) string {
+	if b.gangs == 0 || i%12 != 5 || i/12 >= b.gangs*gangSize {
+		return ""
+	}
+	return fmt.Sprintf("gang-%d", (i/12)%b.gangs)
+}
+
+// createGangs creates the burst's PodGroups.
+func (b *burst) createGangs(ctx context.Context, t *testing.T) {
+	t.Helper()
+	for g := 0; g < b.gangs; g++ {
+		pg := &schedulingv1alpha2.PodGroup{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("gang-%d", g), Namespace: b.ns},
+			Spec: schedulingv1alpha2.PodGroupSpec{SchedulingPolicy: schedulingv1alpha2.PodGroupSchedulingPolicy{
+				Gang: &schedulingv1alpha2.GangSchedulingPolicy{MinCount: gangSize},
+			}},
+		}
+		if _, err := env.Client.SchedulingV1alpha2().PodGroups(b.ns).Create(ctx, pg, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("PodGroup %s (gang scheduling is alpha: the suite's API server serves it): %v", pg.Name, err)
+		}
+	}
 }
 
 // image is pod i's image.
@@ -129,6 +160,9 @@ func (b *burst) start(ctx context.Context) {
 					TerminationGracePeriodSeconds: new(int64),
 					Tolerations:                   []v1.Toleration{{Operator: v1.TolerationOpExists}},
 				},
+			}
+			if g := b.gangOf(i); g != "" {
+				p.Spec.SchedulingGroup = &v1.PodSchedulingGroup{PodGroupName: &g}
 			}
 			if b.mutate != nil {
 				b.mutate(p)

@@ -40,6 +40,8 @@ var suiteEnv = map[string]string{
 	"REGISTRY_SET":          "faults",
 	"REGISTRY_PORT":         "5041",
 	"PRIVATE_REGISTRY_PORT": "5042",
+	// Kubernetes' gang scheduling, alpha in 1.36: some pods of the bursts are gangs.
+	"KWOK_EXTRA_ARGS": "kube-apiserver=feature-gates=GenericWorkload=true,GangScheduling=true kube-apiserver=runtime-config=scheduling.k8s.io/v1alpha2=true",
 }
 
 func TestMain(m *testing.M) {

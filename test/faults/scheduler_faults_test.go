@@ -64,6 +64,8 @@ func failover(t *testing.T, order int, fault string, sig syscall.Signal) {
 	leader := s.leader(ctx, time.Minute)
 	s.ready(ctx)
 	b := newBurst(ns, s.name, burstSize)
+	b.gangs = 2
+	b.createGangs(ctx, t)
 	b.watch(ctx, t)
 	b.start(ctx)
 	b.waitCreated(faultAfter)
@@ -84,9 +86,9 @@ func failover(t *testing.T, order int, fault string, sig syscall.Signal) {
 	if !ok {
 		t.Errorf("no pod was bound after the fault")
 	}
-	note := ""
+	note := fmt.Sprintf("%d gangs of %d among the pods (Kubernetes' gang scheduling)", b.gangs, gangSize)
 	if sig == syscall.SIGTERM {
-		note = fmt.Sprintf("old leader exited %s after SIGTERM, releasing its lease", exited.Round(100*time.Millisecond))
+		note += fmt.Sprintf("; old leader exited %s after SIGTERM, releasing its lease", exited.Round(100*time.Millisecond))
 	}
 	if sig == syscall.SIGTERM && exited >= 10*time.Second {
 		t.Errorf("the leader did not end within 10s of SIGTERM (%s)", exited)

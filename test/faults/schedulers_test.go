@@ -55,9 +55,11 @@ type schedulerOptions struct {
 	delayCacheUntilActive bool
 }
 
-// metricsArgs let the test read /metrics on the replica's secure port without
-// credentials (loopback only).
-var metricsArgs = []string{"--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics"}
+// replicaArgs let the test read /metrics on the replica's secure port without
+// credentials (loopback only), and turn on Kubernetes' gang scheduling (alpha
+// in 1.36; the suite's API server serves its API).
+var replicaArgs = []string{"--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics",
+	"--feature-gates=GenericWorkload=true,GangScheduling=true"}
 
 // newSchedulers writes the secondary scheduler's config (manifests/), with
 // o's args merged into ArchFilter's, the leader election of the chart, and a
@@ -107,7 +109,7 @@ func (s *schedulers) startReplica(ctx context.Context) (*framework.Scheduler, er
 	defer s.mu.Unlock()
 	id := fmt.Sprintf("%s-%d", s.name, s.started)
 	s.started++
-	r, err := framework.StartScheduler(context.WithoutCancel(ctx), schedulerBinary(), s.config, s.dir, id, metricsArgs...)
+	r, err := framework.StartScheduler(context.WithoutCancel(ctx), schedulerBinary(), s.config, s.dir, id, replicaArgs...)
 	if err != nil {
 		return nil, err
 	}

@@ -10,8 +10,6 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	schedulingv1alpha2 "k8s.io/api/scheduling/v1alpha2"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	"github.com/archfilter/archfilter/pkg/plugins/archfilter"
@@ -26,18 +24,9 @@ import (
 // are bound, each where its image runs.
 func TestArchFilterGang(t *testing.T) {
 	ctx, ns := setup(t)
-	resources, err := env.Client.Discovery().ServerResourcesForGroupVersion(schedulingv1alpha2.SchemeGroupVersion.String())
-	served := err == nil && resources != nil && func() bool {
-		for _, r := range resources.APIResources {
-			if r.Name == "podgroups" {
-				return true
-			}
-		}
-		return false
-	}()
-	if !served {
+	if !framework.ServesPodGroups(env.Client) {
 		t.Skipf("not run: the API server does not serve %s PodGroups, which this kube-scheduler's gang scheduling reads "+
-			"(alpha APIs are not served across minors; make e2e enables them on the main line's own API server)", schedulingv1alpha2.SchemeGroupVersion)
+			"(alpha APIs are not served across minors; make e2e enables them on the main line's own API server)", framework.PodGroupVersion)
 	}
 	slow := newSlowRegistry(t, "slow", 3*time.Second)
 	g := launchWith(ctx, t, framework.LaunchOptions{
@@ -46,19 +35,14 @@ func TestArchFilterGang(t *testing.T) {
 		ExtraArgs:      []string{"--feature-gates=GenericWorkload=true,GangScheduling=true", "-v=5"},
 	})
 	members := gangMembers(ctx, t, ns, slow)
-	pg := &schedulingv1alpha2.PodGroup{
-		ObjectMeta: metav1.ObjectMeta{Name: "gang", Namespace: ns},
-		Spec: schedulingv1alpha2.PodGroupSpec{SchedulingPolicy: schedulingv1alpha2.PodGroupSchedulingPolicy{
-			Gang: &schedulingv1alpha2.GangSchedulingPolicy{MinCount: int32(len(members))},
-		}},
-	}
-	if _, err := env.Client.SchedulingV1alpha2().PodGroups(ns).Create(ctx, pg, metav1.CreateOptions{}); err != nil {
+	const gang = "gang"
+	if err := framework.CreateGangPodGroup(ctx, env.Client, ns, gang, int32(len(members))); err != nil {
 		t.Fatal(err)
 	}
 	var pods []*v1.Pod
 	for _, m := range members {
 		p := pod(ns, m.name, m.ref, g.SchedulerName())
-		p.Spec.SchedulingGroup = &v1.PodSchedulingGroup{PodGroupName: ptr.To(pg.Name)}
+		p.Spec.SchedulingGroup = &v1.PodSchedulingGroup{PodGroupName: ptr.To(gang)}
 		pods = append(pods, p)
 	}
 	createGang(ctx, t, ns, pods)

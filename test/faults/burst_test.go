@@ -1,3 +1,5 @@
+//go:build !k8s1.34
+
 package faults
 
 import (
@@ -10,7 +12,6 @@ import (
 
 	ggcrv1 "github.com/google/go-containerregistry/pkg/v1"
 	v1 "k8s.io/api/core/v1"
-	schedulingv1alpha2 "k8s.io/api/scheduling/v1alpha2"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -100,14 +101,8 @@ func (b *burst) gangOf(i int) string {
 func (b *burst) createGangs(ctx context.Context, t *testing.T) {
 	t.Helper()
 	for g := 0; g < b.gangs; g++ {
-		pg := &schedulingv1alpha2.PodGroup{
-			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("gang-%d", g), Namespace: b.ns},
-			Spec: schedulingv1alpha2.PodGroupSpec{SchedulingPolicy: schedulingv1alpha2.PodGroupSchedulingPolicy{
-				Gang: &schedulingv1alpha2.GangSchedulingPolicy{MinCount: gangSize},
-			}},
-		}
-		if _, err := env.Client.SchedulingV1alpha2().PodGroups(b.ns).Create(ctx, pg, metav1.CreateOptions{}); err != nil {
-			t.Fatalf("PodGroup %s (gang scheduling is alpha: the suite's API server serves it): %v", pg.Name, err)
+		if err := framework.CreateGangPodGroup(ctx, env.Client, b.ns, fmt.Sprintf("gang-%d", g), gangSize); err != nil {
+			t.Fatalf("gang scheduling is alpha: the suite's API server serves it: %v", err)
 		}
 	}
 }

@@ -1,3 +1,5 @@
+//go:build !k8s1.34
+
 package faults
 
 import (

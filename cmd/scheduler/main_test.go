@@ -104,7 +104,9 @@ func setup(t *testing.T, configFile string) (map[string]*config.Plugins, error) 
 // withArchFilter is the given upstream profile with ArchFilter enabled as the
 // manifests enable it: through multiPoint, so every default plugin stays and
 // ArchFilter runs at each extension point it implements after the defaults,
-// and under filter, which makes it the first Filter plugin. The defaults come
+// and under preEnqueue and filter, which makes it the first PreEnqueue plugin
+// (it asks for a pod's images while SchedulingGates or GangScheduling still
+// turn the pod away) and the first Filter plugin. The defaults come
 // from the kube-scheduler this flavour is built with, so the test holds for
 // every Kubernetes minor while pinning where ArchFilter goes.
 func withArchFilter(defaults *config.Plugins) *config.Plugins {
@@ -112,10 +114,10 @@ func withArchFilter(defaults *config.Plugins) *config.Plugins {
 	last := func(ps *config.PluginSet, weight int32) {
 		ps.Enabled = append(ps.Enabled, config.Plugin{Name: archfilter.Name, Weight: weight})
 	}
-	last(&p.PreEnqueue, 0)
 	last(&p.PreFilter, 0)
 	last(&p.PreScore, 0)
 	last(&p.Score, 1)
+	p.PreEnqueue.Enabled = append([]config.Plugin{{Name: archfilter.Name}}, p.PreEnqueue.Enabled...)
 	p.Filter.Enabled = append([]config.Plugin{{Name: archfilter.Name}}, p.Filter.Enabled...)
 	return p
 }

@@ -71,6 +71,11 @@ func failover(t *testing.T, order int, fault string, sig syscall.Signal) {
 	b.watch(ctx, t)
 	b.start(ctx)
 	b.waitCreated(faultAfter)
+	for _, r := range s.running() {
+		if r != leader {
+			caughtUp(ctx, t, r)
+		}
+	}
 
 	faultAt := time.Now()
 	switch sig {

@@ -187,6 +187,35 @@ func (s *schedulers) ready(ctx context.Context) {
 	}
 }
 
+// caughtUp waits until replica r has no image resolution in flight and has
+// sent no registry request for 300ms: it has resolved the images of every pod
+// it has seen. A standby is checked so before its leader is stopped: a
+// resolution it started a few milliseconds before the fault (a pod created
+// just then) would otherwise finish after the takeover and be counted as the
+// new leader's.
+func caughtUp(ctx context.Context, t *testing.T, r *framework.Scheduler) {
+	t.Helper()
+	last, quietSince := -1.0, time.Now()
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		inFlight, _, err := metric(r.Port, "archfilter_resolver_pending_resolutions")
+		if err != nil {
+			return false, nil
+		}
+		requests, _, err := metric(r.Port, "archfilter_resolver_registry_requests_total")
+		if err != nil {
+			return false, nil
+		}
+		if requests != last || inFlight > 0 {
+			last, quietSince = requests, time.Now()
+			return false, nil
+		}
+		return time.Since(quietSince) >= 300*time.Millisecond, nil
+	})
+	if err != nil {
+		t.Fatalf("%s still resolves images after 30s: %v\n%s", r.Name, err, r.Tail(20))
+	}
+}
+
 // schedulerBinary is the scheduler the suite tests (make sets ARCHFILTER_SCHEDULER_BINARY).
 func schedulerBinary() string {
 	if b := os.Getenv("ARCHFILTER_SCHEDULER_BINARY"); b != "" {

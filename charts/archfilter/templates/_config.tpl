@@ -29,6 +29,9 @@ profiles:
       enabled:
       - name: ArchFilter
     {{- if .Values.archFilterFirst }}
+    preEnqueue:
+      enabled:
+      - name: ArchFilter
     filter:
       enabled:
       - name: ArchFilter

@@ -33,6 +33,7 @@ type schedConfig struct {
 		SchedulerName string `json:"schedulerName"`
 		Plugins       struct {
 			MultiPoint *pluginSet `json:"multiPoint"`
+			PreEnqueue *pluginSet `json:"preEnqueue"`
 			Filter     *pluginSet `json:"filter"`
 		} `json:"plugins"`
 		PluginConfig []struct {

@@ -298,11 +298,14 @@ archFilterArgs: {dockerConfigFile: /etc/archfilter/docker/config.json}
 			},
 		},
 		{
-			name:   "ArchFilter not first among the Filter plugins",
+			name:   "ArchFilter not first among the PreEnqueue and Filter plugins",
 			values: "archFilterFirst: false",
 			check: func(t *testing.T, objs []k8sruntime.Object, cfg schedConfig) {
 				if cfg.Profiles[0].Plugins.Filter != nil {
 					t.Errorf("plugins.filter %+v, want none", cfg.Profiles[0].Plugins.Filter)
+				}
+				if cfg.Profiles[0].Plugins.PreEnqueue != nil {
+					t.Errorf("plugins.preEnqueue %+v, want none", cfg.Profiles[0].Plugins.PreEnqueue)
 				}
 			},
 		},

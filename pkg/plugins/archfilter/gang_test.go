@@ -70,8 +70,9 @@ func TestGangWaitIsBounded(t *testing.T) {
 }
 
 // TestGangResolvesGatedMembers: a gang-mate still carrying another scheduling
-// gate never reaches ArchFilter's PreEnqueue, so a member waiting for it has
-// its images resolved, and is activated when they are.
+// gate may never have reached ArchFilter's PreEnqueue (a configuration that
+// runs SchedulingGates first), so a member waiting for it has its images
+// resolved, and is activated when they are.
 func TestGangResolvesGatedMembers(t *testing.T) {
 	ctx := testContext(t)
 	known := makePod("known", imgMulti).Label(coschedulingLabel, "g").Obj()

@@ -31,6 +31,12 @@ const slowWait = 3 * time.Second
 // starts resolving the missing ones on the resolver's workers and holds the
 // pod; a resolver callback or the maxWait timer releases it with Activate.
 // It only reads memory and never blocks: it runs under the queue's lock.
+//
+// The shipped configurations name ArchFilter under preEnqueue, so it runs
+// before the default PreEnqueue plugins: a pod's images are asked for the
+// moment the pod is seen, even while another plugin turns it away
+// (SchedulingGates; GangScheduling until its gang's quorum exists), and a
+// standby, whose queue runs PreEnqueue too, learns them as well.
 func (pl *ArchFilter) PreEnqueue(ctx context.Context, pod *v1.Pod) *fwk.Status {
 	if err := decision.InvalidSkip(pod); err != nil {
 		pl.events.invalidAnnotation(pod, err)
@@ -52,6 +58,18 @@ func (pl *ArchFilter) PreEnqueue(ctx context.Context, pod *v1.Pod) *fwk.Status {
 	}
 	creds := pl.credentials.ForPod(pod)
 	lookup := pl.lookup(creds)
+	if len(pod.Spec.SchedulingGates) > 0 {
+		// Another scheduling gate keeps the pod out of the queue (the
+		// SchedulingGates plugin turns it away after this one: the shipped
+		// configurations run ArchFilter first at PreEnqueue). Its images are
+		// fetched meanwhile, so they are known when the gate is removed;
+		// nothing is held (gates are only ever removed, so a gated pod was
+		// never held), nothing waits for the answers.
+		for _, image := range decision.Unknown(pod, lookup) {
+			pl.resolver.ResolveAsync(request(image, creds), ignoreAnswer)
+		}
+		return nil
+	}
 	if decision.AllKnown(pod, lookup) {
 		if key := gangKey(pod); key != "" && !pl.gangReady(key, pod) && pl.held.hold(pod, pl.settings.MaxWait) {
 			return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, ReasonWaitingForGang)
@@ -97,6 +115,10 @@ func (pl *ArchFilter) gangReady(key string, pod *v1.Pod) bool {
 	}
 	return ready
 }
+
+// ignoreAnswer is the callback of a fetch nobody waits for: the answer goes to
+// the resolver's cache.
+func ignoreAnswer(resolver.Result) {}
 
 // releaseReason labels the pods_released metric.
 type releaseReason string

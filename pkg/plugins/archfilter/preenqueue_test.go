@@ -303,6 +303,38 @@ func TestPreEnqueueHoldsUntilResolved(t *testing.T) {
 	}
 }
 
+// TestPreEnqueueFetchesGatedPodsImages: a pod behind another scheduling gate
+// (ArchFilter runs before SchedulingGates in the shipped configurations) is
+// admitted to the next PreEnqueue plugin, which turns it away, and its images
+// are fetched meanwhile: nothing is held, and once the gate is removed the pod
+// passes at once.
+func TestPreEnqueueFetchesGatedPodsImages(t *testing.T) {
+	ctx := testContext(t)
+	h := newHarness(t, ctx, harnessConfig{})
+	gated := makePod("gated", imgNewMain).SchedulingGates([]string{"example.com/quota"}).Obj()
+	if diff := cmp.Diff(success, statusOf(h.preEnqueue(ctx, gated))); diff != "" {
+		t.Errorf("PreEnqueue of a gated pod (-want,+got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{imgNewMain}, h.res.asyncCalls()); diff != "" {
+		t.Errorf("fetches started for the gated pod (-want,+got):\n%s", diff)
+	}
+	if got := h.pl.held.heldCount(); got != 0 {
+		t.Errorf("heldCount = %d, want 0: a gated pod is not held", got)
+	}
+	h.res.complete(imgNewMain, resolver.Result{Platforms: mustSet(t, "linux/arm64")})
+	if n := h.act.activations("default/gated"); n != 0 {
+		t.Errorf("the gated pod was activated %d times; its gate's removal requeues it", n)
+	}
+	ungated := gated.DeepCopy()
+	ungated.Spec.SchedulingGates = nil
+	if diff := cmp.Diff(success, statusOf(h.preEnqueue(ctx, ungated))); diff != "" {
+		t.Errorf("PreEnqueue once the gate is removed (-want,+got):\n%s", diff)
+	}
+	if got := h.res.asyncCalls(); len(got) != 1 {
+		t.Errorf("fetches after the gate's removal: %v, want none new", got)
+	}
+}
+
 // TestPreEnqueueFastWorker: a worker may answer before PreEnqueue has
 // dispatched the pod's other images (a cache hit, or a fetch another pod
 // already started). The pod must not be activated, nor announced as

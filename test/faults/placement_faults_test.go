@@ -26,6 +26,9 @@ import (
 // placementMaxGated is the companions' --max-gated.
 const placementMaxGated = time.Minute
 
+// placementLeaseDuration is the companion's Lease duration (internal/placement/app).
+const placementLeaseDuration = 15 * time.Second
+
 // placementNamespace holds the companions' certificate Secret and Lease.
 const placementNamespace = "archfilter-faults-system"
 
@@ -392,17 +395,31 @@ func TestPlacementUpgrade(t *testing.T) {
 	b.watch(ctx, t)
 	b.start(ctx)
 	b.waitCreated(faultAfter)
+	oldLeader := c.leader(ctx)
 	faultAt := time.Now()
+	var handover time.Duration
 	for _, r := range old {
 		// The new version: other settings, as an upgrade brings.
 		c.start(ctx, "--workers", "8")
+		stopped := time.Now()
 		c.stop(r, false)
+		if r == oldLeader {
+			c.leader(ctx)
+			handover = time.Since(stopped)
+		}
 	}
 	c.leader(ctx)
 	o := b.settle(ctx, t, 3*time.Minute, placementMaxGated, false)
 	recovery, _ := b.firstBindAfter(faultAt)
 	n := ungated(ctx, t, ns)
 	report.record(orderPlacementUpgrade, "placement companion upgraded mid-burst (rolling: start one, stop one)", o, recovery, -1,
-		fmt.Sprintf("%d pods admitted ungated", n))
+		fmt.Sprintf("%d pods admitted ungated; the Lease changed hands %s after the old leader's SIGTERM", n, handover.Round(100*time.Millisecond)))
 	o.check(t)
+	// The old leader releases its Lease when SIGTERM ends it: the next leads
+	// at once. A Lease left to expire (a process that dies at SIGTERM) leaves
+	// no controller for its whole duration, and the webhook admits new pods
+	// ungated meanwhile.
+	if handover >= placementLeaseDuration {
+		t.Errorf("the Lease changed hands %s after the old leader's SIGTERM, want it released (under the Lease's %s)", handover, placementLeaseDuration)
+	}
 }

@@ -8,6 +8,8 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/signal"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -81,12 +83,28 @@ func NewCommand() *cobra.Command {
 		SilenceUsage: true,
 		Args:         cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return Run(cmd.Context(), o)
+			ctx, stop := terminationContext(cmd.Context())
+			defer stop()
+			return Run(ctx, o)
 		},
 	}
 	o.AddFlags(cmd.Flags())
 	globalflag.AddGlobalFlags(cmd.Flags(), cmd.Name())
 	return cmd
+}
+
+// terminationContext is ctx, done at the first SIGTERM (a rollout, a drain,
+// helm upgrade) or SIGINT: Run then stops gracefully, and the leader releases
+// its Lease, so a successor leads at once instead of after the Lease's
+// duration, during which the webhook admits new pods ungated. A second
+// signal ends the process at once.
+func terminationContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, os.Interrupt)
+	go func() {
+		<-ctx.Done()
+		stop() // the default handling again: the next signal kills
+	}()
+	return ctx, stop
 }
 
 // Run runs the webhook and controller (or, with --remove-gates, the
@@ -234,8 +252,9 @@ func Run(ctx context.Context, o *Options) error {
 	case <-ctx.Done():
 	case err = <-errc:
 	}
-	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	defer cancel()
+	// Its own cancel: the deferred release above must cancel the run's ctx.
+	shutdownCtx, cancelShutdown := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancelShutdown()
 	_ = srv.Shutdown(shutdownCtx)
 	if errors.Is(err, http.ErrServerClosed) {
 		err = nil

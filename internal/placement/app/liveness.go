@@ -23,7 +23,9 @@ import (
 // A controller runs in this process (local), or, with --leader-elect, in the
 // replica that holds the Lease: the Lease counts as held while its renewTime
 // keeps changing, measured on this process's clock as client-go's leader
-// election does, so clock skew between nodes does not matter.
+// election does, so clock skew between nodes does not matter. A Lease its
+// leader released counts as held for one lease duration: a standby takes it
+// within its retry period.
 type controllerLiveness struct {
 	clock clock.PassiveClock
 	local atomic.Bool
@@ -63,8 +65,18 @@ func (l *controllerLiveness) running() (bool, string) {
 	// after the Lease's duration like a Lease that is not renewed.
 	why := ""
 	switch {
-	case l.lastHolder == "" || l.lastRenew == nil:
+	case l.lastRenew == nil:
 		why = "the Lease has no holder"
+	case l.lastHolder == "":
+		// Released: a leader that stops (a rollout, a drain, helm upgrade)
+		// gives the Lease up, and a standby, which retries every
+		// leaseRetryPeriod, takes it within seconds. Pods gated meanwhile
+		// are the successor's; only a Lease that stays free for a whole
+		// lease duration means that no replica is left to take it.
+		if l.clock.Since(l.observed) <= leaseDuration {
+			return true, ""
+		}
+		why = "the Lease was released " + l.clock.Since(l.observed).Round(time.Second).String() + " ago and no replica took it"
 	case l.clock.Since(l.observed) > l.leaseDuration:
 		why = "the Lease held by " + l.lastHolder + " was not renewed for " + l.clock.Since(l.observed).Round(time.Second).String()
 	default:

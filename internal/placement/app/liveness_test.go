@@ -56,6 +56,21 @@ func TestControllerLiveness(t *testing.T) {
 			wantWhy: `held by a was not renewed for 16s`,
 		},
 		{
+			// A leader that stops releases the Lease (client-go: no holder,
+			// a renewTime, a duration of 1s): a standby takes it within
+			// seconds, so pods are still gated meanwhile.
+			name:        "released by a leader that stopped",
+			reads:       []read{{holder: "a", renew: renew(0)}, {after: 10 * time.Second, renew: renew(10 * time.Second)}},
+			now:         20 * time.Second,
+			wantRunning: true,
+		},
+		{
+			name:    "released, and no replica took it",
+			reads:   []read{{holder: "a", renew: renew(0)}, {after: 10 * time.Second, renew: renew(10 * time.Second)}},
+			now:     26 * time.Second,
+			wantWhy: "the Lease was released 16s ago and no replica took it",
+		},
+		{
 			name:        "new holder took over",
 			reads:       []read{{holder: "a", renew: renew(0)}, {after: 20 * time.Second, holder: "b", renew: renew(0)}},
 			now:         25 * time.Second,

@@ -12,7 +12,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 
@@ -156,13 +155,11 @@ func (f *registryFlags) pullSecretName() (ns, name string, err error) {
 	return ns, name, nil
 }
 
-// credentialsFor reuses the scheduler's credential store for pod: its own pull secrets
-// and its service account's, --pull-secret as the global pull secret, and the docker
-// config file. Secrets are read through informers limited to one namespace when they can
-// be.
-// newStore starts the scheduler's credential store on client's secrets and service
-// accounts of namespace scope ("" for all), with the docker config file and --pull-secret.
-func (f *registryFlags) newStore(ctx context.Context, client kubernetes.Interface, scope string) (*credentials.Store, error) {
+// newStore builds the scheduler's credential store for a one-shot command, with the
+// docker config file and --pull-secret as the global pull secret. It GETs only the
+// secrets and service accounts the pods it is asked about name: the plugin needs get,
+// never list, on secrets.
+func (f *registryFlags) newStore(ctx context.Context, client kubernetes.Interface) (*credentials.Store, error) {
 	opts := credentials.Options{DockerConfigFile: f.dockerConfigPath()}
 	if f.pullSecret != "" {
 		ns, name, err := f.pullSecretName()
@@ -170,26 +167,18 @@ func (f *registryFlags) newStore(ctx context.Context, client kubernetes.Interfac
 			return nil, err
 		}
 		opts.GlobalPullSecret = &types.NamespacedName{Namespace: ns, Name: name}
-		if scope != "" && ns != scope {
-			scope = metav1.NamespaceAll
-		}
 	}
-	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(scope))
-	store, err := credentials.NewStore(factory, opts)
+	store, err := credentials.NewClientStore(ctx, client, opts)
 	if err != nil {
 		return nil, fmt.Errorf("credentials: %w", err)
-	}
-	factory.Start(ctx.Done())
-	for typ, ok := range factory.WaitForCacheSync(ctx.Done()) {
-		if !ok {
-			return nil, fmt.Errorf("credentials: reading %v from the cluster did not finish", typ)
-		}
 	}
 	return store, nil
 }
 
+// credentialsFor reuses the scheduler's credential rules for pod: its own pull secrets
+// and its service account's, --pull-secret and the docker config file.
 func (f *registryFlags) credentialsFor(ctx context.Context, client kubernetes.Interface, pod *v1.Pod) (resolver.Credentials, []string, error) {
-	store, err := f.newStore(ctx, client, pod.Namespace)
+	store, err := f.newStore(ctx, client)
 	if err != nil {
 		return nil, nil, err
 	}

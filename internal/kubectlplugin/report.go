@@ -218,7 +218,7 @@ func buildReport(ctx context.Context, client kubernetes.Interface, ns string, re
 	if err != nil {
 		return nil, err
 	}
-	store, err := reg.newStore(ctx, client, ns)
+	store, err := reg.newStore(ctx, client)
 	if err != nil {
 		return nil, err
 	}

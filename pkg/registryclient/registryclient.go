@@ -12,6 +12,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/archfilter/archfilter/apis/config"
 	"github.com/archfilter/archfilter/pkg/resolver"
@@ -25,10 +26,10 @@ type Client struct {
 	Credentials *credentials.Store
 }
 
-// New builds the client from validated args; the resolver's workers run
-// until ctx is done. The credentials watch Secrets and ServiceAccounts through
-// f, which the caller starts.
-func New(ctx context.Context, args *config.ArchFilterArgs, f informers.SharedInformerFactory) (*Client, error) {
+// New builds the client from validated args; the resolver's workers and the
+// credentials' pull-secret informers on client run until ctx is done. The
+// credentials watch ServiceAccounts through f, which the caller starts.
+func New(ctx context.Context, args *config.ArchFilterArgs, client kubernetes.Interface, f informers.SharedInformerFactory) (*Client, error) {
 	registries := make([]transport.Registry, 0, len(args.Registries))
 	for _, r := range args.Registries {
 		registries = append(registries, transport.Registry{Host: r.Host, Insecure: r.Insecure, CAFile: r.CAFile, Mirrors: r.Mirrors})
@@ -70,7 +71,7 @@ func New(ctx context.Context, args *config.ArchFilterArgs, f informers.SharedInf
 	if s := args.GlobalPullSecret; s != nil {
 		opts.GlobalPullSecret = &types.NamespacedName{Namespace: s.Namespace, Name: s.Name}
 	}
-	store, err := credentials.NewStore(f, opts)
+	store, err := credentials.NewStore(ctx, client, f, opts)
 	if err != nil {
 		return nil, fmt.Errorf("args credentials: %w", err)
 	}

@@ -23,8 +23,8 @@ func TestNew(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, ctx := ktesting.NewTestContext(t)
-			f := informers.NewSharedInformerFactory(fake.NewClientset(), 0)
-			c, err := New(ctx, &tc.args, f)
+			client := fake.NewClientset()
+			c, err := New(ctx, &tc.args, client, informers.NewSharedInformerFactory(client, 0))
 			if tc.wantErr != "" {
 				if err == nil || !strings.HasPrefix(err.Error(), tc.wantErr) {
 					t.Fatalf("New error = %v, want prefix %q", err, tc.wantErr)

@@ -183,7 +183,7 @@ func Run(ctx context.Context, o *Options) error {
 	}
 
 	factory := informers.NewSharedInformerFactory(client, 0)
-	rc, err := registryclient.New(ctx, args, factory)
+	rc, err := registryclient.New(ctx, args, client, factory)
 	if err != nil {
 		return err
 	}

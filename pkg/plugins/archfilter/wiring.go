@@ -12,7 +12,7 @@ import (
 // (pkg/registryclient, shared with the placement controller): the resolver
 // and its worker pool (stopped with ctx) and the informer-backed credentials.
 func newRegistryDeps(ctx context.Context, args *config.ArchFilterArgs, h schedfw.Handle) (deps, error) {
-	c, err := registryclient.New(ctx, args, h.SharedInformerFactory())
+	c, err := registryclient.New(ctx, args, h.ClientSet(), h.SharedInformerFactory())
 	if err != nil {
 		return deps{}, err
 	}

@@ -12,8 +12,6 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/klog/v2/ktesting"
 )
 
@@ -278,7 +276,7 @@ func TestLoadProvidersErrors(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			path := writeFile(t, "config.yaml", tc.config)
-			_, err := NewStore(informers.NewSharedInformerFactory(fake.NewClientset(), 0), Options{CredentialProviderConfig: path, CredentialProviderBinDir: bin})
+			_, err := newStoreWith(t, Options{CredentialProviderConfig: path, CredentialProviderBinDir: bin})
 			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "credentialProviderConfig") {
 				t.Errorf("got %v, want an error about %q", err, tc.want)
 			}

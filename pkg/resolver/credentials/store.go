@@ -5,6 +5,7 @@
 package credentials
 
 import (
+	"context"
 	"fmt"
 	"sync"
 	"time"
@@ -14,9 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/informers"
-	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
 	"github.com/archfilter/archfilter/pkg/resolver"
@@ -35,18 +35,24 @@ type Options struct {
 	CredentialProviderBinDir string
 	// ProviderTimeout bounds one plugin run. Zero means 10s.
 	ProviderTimeout time.Duration
+	// SecretNamespaces, when set, are the only namespaces whose pull secrets
+	// are read, for clusters that forbid reading secrets cluster-wide. A pod
+	// elsewhere gets only the global pull secret (which must be in one of
+	// them), the docker config file and the plugins. Nil means every namespace.
+	SecretNamespaces []string
 	// Clock drives provider caching and file re-reads. Nil means the real clock.
 	Clock clock.Clock
 }
 
 const defaultProviderTimeout = 10 * time.Second
 
-// Store hands out per-pod credentials from informer caches. Secrets are only
-// read through the informers (the scheduler needs list and watch on secrets
-// and serviceaccounts), never with direct GETs.
+// Store hands out per-pod credentials. A long-running process's Store
+// (NewStore) reads informer caches: list and watch on pull secrets and
+// serviceaccounts, never direct GETs. A one-shot command's (NewClientStore)
+// GETs only what a pod names.
 type Store struct {
-	secrets         corelisters.SecretLister
-	serviceAccounts corelisters.ServiceAccountLister
+	secrets         secretSource
+	serviceAccounts serviceAccountSource
 	synced          []cache.InformerSynced
 	global          *types.NamespacedName
 	file            *fileKeyring
@@ -63,14 +69,49 @@ type parsedSecret struct {
 	problem         string
 }
 
-// NewStore registers Secret and ServiceAccount informers with f (start f
+// secretSource finds a secret a pod names. A problem names the secret and
+// says why it is not used.
+type secretSource interface {
+	get(ns, name string) (*v1.Secret, string)
+}
+
+// serviceAccountSource finds a ServiceAccount; a missing one is a NotFound
+// error.
+type serviceAccountSource func(ns, name string) (*v1.ServiceAccount, error)
+
+// NewStore starts the Store's own pull-secret informers on client, which
+// run until ctx is done, registers a ServiceAccount informer with f (start f
 // afterwards) and loads the file and plugin configuration. Errors name the
 // offending option.
-//
-// To bound memory and exposure, the Secret informer keeps only the data of
-// pull secrets: other secrets are cached with their metadata and type but no
-// data. That transform applies to every user of f's Secret informer.
-func NewStore(f informers.SharedInformerFactory, opts Options) (*Store, error) {
+func NewStore(ctx context.Context, client kubernetes.Interface, f informers.SharedInformerFactory, opts Options) (*Store, error) {
+	s, err := newStore(opts)
+	if err != nil {
+		return nil, err
+	}
+	secrets := newPullSecrets(client, opts.SecretNamespaces)
+	for _, ti := range secrets.informers {
+		// The informers are new, so neither call can fail on a started one.
+		if err := ti.informer.SetTransform(trimSecret); err != nil {
+			return nil, fmt.Errorf("watching secrets: %w", err)
+		}
+		if _, err := ti.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: s.forgetSecret}); err != nil {
+			return nil, fmt.Errorf("watching secrets: %w", err)
+		}
+	}
+	secrets.run(ctx.Done())
+	s.secrets = secrets
+	sas := f.Core().V1().ServiceAccounts()
+	lister := sas.Lister()
+	s.serviceAccounts = func(ns, name string) (*v1.ServiceAccount, error) {
+		return lister.ServiceAccounts(ns).Get(name)
+	}
+	s.synced = []cache.InformerSynced{secrets.hasSynced, sas.Informer().HasSynced}
+	return s, nil
+}
+
+// newStore loads what every Store shares: the global pull secret, the docker
+// config file and the credential provider plugins.
+func newStore(opts Options) (*Store, error) {
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
 	}
@@ -95,22 +136,18 @@ func NewStore(f informers.SharedInformerFactory, opts Options) (*Store, error) {
 		}
 		s.providers = ps
 	}
-
-	secrets := f.Core().V1().Secrets()
-	si := secrets.Informer()
-	if err := si.SetTransform(trimSecret); err != nil {
-		// Only possible once the informer runs; the transform saves memory, it
-		// is not needed for correctness.
-		klog.Background().V(2).Info("Secret informer already started; caching full secrets", "err", err)
-	}
-	if _, err := si.AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: s.forgetSecret}); err != nil {
-		return nil, fmt.Errorf("watching secrets: %w", err)
-	}
-	sas := f.Core().V1().ServiceAccounts()
-	s.secrets = secrets.Lister()
-	s.serviceAccounts = sas.Lister()
-	s.synced = []cache.InformerSynced{si.HasSynced, sas.Informer().HasSynced}
 	return s, nil
+}
+
+// CachedSecrets is how many secrets a NewStore Store's informers hold: every
+// secret the API server sent, less deletions (zero for NewClientStore). For
+// tests and diagnostics: with 10 000 other secrets in the cluster it stays
+// the number of pull secrets.
+func (s *Store) CachedSecrets() int {
+	if ps, ok := s.secrets.(*pullSecrets); ok {
+		return ps.len()
+	}
+	return 0
 }
 
 // HasSynced reports whether the informer caches are filled; before that every
@@ -124,9 +161,9 @@ func (s *Store) HasSynced() bool {
 	return true
 }
 
-// ForPod returns pod's credentials. It reads informer caches and parses each
-// secret once per resourceVersion, so repeated calls are cheap; it never does
-// I/O. Missing and unusable secrets are skipped and reported by the result's
+// ForPod returns pod's credentials. It parses each secret once per
+// resourceVersion, so repeated calls are cheap; a NewStore Store reads
+// informer caches and never does I/O. Missing and unusable secrets are skipped and reported by the result's
 // Problems.
 func (s *Store) ForPod(pod *v1.Pod) resolver.Credentials {
 	pc := &PodCredentials{}
@@ -150,7 +187,7 @@ func (s *Store) ForPod(pod *v1.Pod) resolver.Credentials {
 	if saName == "" {
 		saName = "default"
 	}
-	sa, err := s.serviceAccounts.ServiceAccounts(ns).Get(saName)
+	sa, err := s.serviceAccounts(ns, saName)
 	switch {
 	case apierrors.IsNotFound(err):
 		pc.addProblem(fmt.Sprintf("serviceaccount %s/%s not found", ns, saName))
@@ -181,13 +218,9 @@ func (s *Store) ForPod(pod *v1.Pod) resolver.Credentials {
 }
 
 func (s *Store) addSecret(pc *PodCredentials, ns, name, sourceName string) {
-	sec, err := s.secrets.Secrets(ns).Get(name)
-	if apierrors.IsNotFound(err) {
-		pc.addProblem(fmt.Sprintf("secret %s/%s not found", ns, name))
-		return
-	}
-	if err != nil {
-		pc.addProblem(fmt.Sprintf("secret %s/%s: %v", ns, name, err))
+	sec, problem := s.secrets.get(ns, name)
+	if sec == nil {
+		pc.addProblem(problem)
 		return
 	}
 	p := s.parse(sec)
@@ -215,7 +248,7 @@ func (s *Store) parse(sec *v1.Secret) parsedSecret {
 	// forgetSecret waits for s.mu: checking the store under the lock means a
 	// deletion racing this parse either is seen here or forgets the entry
 	// after it is written, so no deleted secret stays cached.
-	if cur, err := s.secrets.Secrets(sec.Namespace).Get(sec.Name); err == nil && cur.UID == sec.UID {
+	if cur, _ := s.secrets.get(sec.Namespace, sec.Name); cur != nil && cur.UID == sec.UID {
 		s.parsed[sec.UID] = p
 	}
 	return p
@@ -258,8 +291,10 @@ func parseSecret(sec *v1.Secret) (keyring, string) {
 	return ring, ""
 }
 
-// trimSecret drops what the Store never reads: managed fields, and the data
-// of secrets that are not pull secrets.
+// trimSecret drops what the Store never reads: managed fields and data keys
+// other than the credentials. The informers only receive pull secrets; a
+// secret of another type (from a client that ignores field selectors) keeps
+// no data.
 func trimSecret(obj any) (any, error) {
 	sec, ok := obj.(*v1.Secret)
 	if !ok {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +19,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
+	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2/ktesting"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -74,21 +77,31 @@ func startStore(t *testing.T, opts Options, objs ...runtime.Object) (*Store, *fa
 	t.Helper()
 	client := fake.NewClientset(objs...)
 	f := informers.NewSharedInformerFactory(client, 0)
-	s, err := NewStore(f, opts)
+	ctx, cancel := context.WithCancel(context.Background())
+	s, err := NewStore(ctx, client, f, opts)
 	if err != nil {
+		cancel()
 		t.Fatalf("NewStore: %v", err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
 	f.Start(ctx.Done())
 	t.Cleanup(func() {
 		cancel()
 		f.Shutdown()
 	})
 	f.WaitForCacheSync(ctx.Done())
-	if !s.HasSynced() {
+	// The Store's own pull-secret informers are not f's.
+	if !cache.WaitForCacheSync(ctx.Done(), s.HasSynced) {
 		t.Fatal("store not synced")
 	}
 	return s, client
+}
+
+// newStoreWith builds a Store over an empty fake clientset, for option
+// errors; its informers stop with the test.
+func newStoreWith(t *testing.T, opts Options) (*Store, error) {
+	t.Helper()
+	client := fake.NewClientset()
+	return NewStore(t.Context(), client, informers.NewSharedInformerFactory(client, 0), opts)
 }
 
 // summary is what a test compares: the source and user of each credential.
@@ -206,12 +219,12 @@ func TestForPodProblems(t *testing.T) {
 		opaque, broken, empty, serviceAccount("default", "builder", "sa-missing"))
 	pc := s.ForPod(podWith("builder", "regcred", "opaque", "broken", "empty")).(*PodCredentials)
 	want := []string{
-		"secret default/regcred not found",
-		`secret default/opaque has type "Opaque", not kubernetes.io/dockerconfigjson or kubernetes.io/dockercfg`,
+		"secret default/regcred not found among pull secrets (only secrets of type kubernetes.io/dockerconfigjson or kubernetes.io/dockercfg are read)",
+		"secret default/opaque not found among pull secrets (only secrets of type kubernetes.io/dockerconfigjson or kubernetes.io/dockercfg are read)",
 		"secret default/broken: .dockerconfigjson is not valid docker config JSON",
 		"secret default/empty has no .dockerconfigjson",
-		"secret default/sa-missing not found",
-		"secret kube-system/gone not found",
+		"secret default/sa-missing not found among pull secrets (only secrets of type kubernetes.io/dockerconfigjson or kubernetes.io/dockercfg are read)",
+		"secret kube-system/gone not found among pull secrets (only secrets of type kubernetes.io/dockerconfigjson or kubernetes.io/dockercfg are read)",
 	}
 	if diff := cmp.Diff(want, pc.Problems()); diff != "" {
 		t.Errorf("Problems() (-want,+got):\n%s", diff)
@@ -221,7 +234,7 @@ func TestForPodProblems(t *testing.T) {
 	}
 
 	pc = s.ForPod(podWith("nobody")).(*PodCredentials)
-	if diff := cmp.Diff([]string{"serviceaccount default/nobody not found", "secret kube-system/gone not found"}, pc.Problems()); diff != "" {
+	if diff := cmp.Diff([]string{"serviceaccount default/nobody not found", "secret kube-system/gone not found among pull secrets (only secrets of type kubernetes.io/dockerconfigjson or kubernetes.io/dockercfg are read)"}, pc.Problems()); diff != "" {
 		t.Errorf("Problems() (-want,+got):\n%s", diff)
 	}
 }
@@ -267,7 +280,7 @@ func TestForPodFollowsSecretUpdates(t *testing.T) {
 	}
 	poll(t, "the deletion", func() bool {
 		pc := s.ForPod(pod).(*PodCredentials)
-		return len(pc.For("registry.example.com")) == 0 && cmp.Equal(pc.Problems(), []string{"secret default/regcred not found"})
+		return len(pc.For("registry.example.com")) == 0 && cmp.Equal(pc.Problems(), []string{"secret default/regcred not found among pull secrets (only secrets of type kubernetes.io/dockerconfigjson or kubernetes.io/dockercfg are read)"})
 	})
 	// The informer updates its store before it calls the delete handler, so
 	// the lister can report the deletion a moment before the cache forgets it.
@@ -362,7 +375,7 @@ func TestNewStoreErrors(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := NewStore(informers.NewSharedInformerFactory(fake.NewClientset(), 0), tc.opts)
+			_, err := newStoreWith(t, tc.opts)
 			if err == nil {
 				t.Fatal("no error")
 			}
@@ -408,3 +421,96 @@ func poll(t *testing.T, what string, cond func() bool) {
 }
 
 func newFakeClock() *clocktesting.FakeClock { return clocktesting.NewFakeClock(time.Now()) }
+
+// The Store asks for pull secrets only: one list per type and per namespace
+// read. (The fake clientset ignores field selectors; test/integration shows
+// the API server applies them.)
+func TestSecretListsAreFiltered(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		namespaces []string
+		want       []string
+	}{{
+		name: "cluster-wide",
+		want: []string{
+			"/type=kubernetes.io/dockercfg",
+			"/type=kubernetes.io/dockerconfigjson",
+		},
+	}, {
+		name:       "namespaces",
+		namespaces: []string{"team-b", "team-a", "team-b"},
+		want: []string{
+			"team-a/type=kubernetes.io/dockercfg",
+			"team-a/type=kubernetes.io/dockerconfigjson",
+			"team-b/type=kubernetes.io/dockercfg",
+			"team-b/type=kubernetes.io/dockerconfigjson",
+		},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, client := startStore(t, Options{SecretNamespaces: tc.namespaces})
+			var got []string
+			for _, a := range client.Actions() {
+				if l, ok := a.(clienttesting.ListAction); ok && a.GetResource().Resource == "secrets" {
+					got = append(got, a.GetNamespace()+"/"+l.GetListRestrictions().Fields.String())
+				}
+			}
+			slices.Sort(got)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("secret lists (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// With SecretNamespaces, a pod elsewhere is told its secrets are not read and
+// still gets the global pull secret.
+func TestSecretNamespaces(t *testing.T) {
+	s, _ := startStore(t, Options{
+		SecretNamespaces: []string{"team-a", "kube-system"},
+		GlobalPullSecret: &types.NamespacedName{Namespace: "kube-system", Name: "global"},
+	},
+		pullSecret("default", "regcred", map[string]string{"registry.example.com": "default-user:1"}),
+		pullSecret("team-a", "regcred", map[string]string{"registry.example.com": "team-user:2"}),
+		pullSecret("kube-system", "global", map[string]string{"registry.example.com": "global-user:3"}),
+		serviceAccount("default", "default"),
+		serviceAccount("team-a", "default"),
+	)
+	for _, tc := range []struct {
+		namespace    string
+		wantCreds    []string
+		wantProblems []string
+	}{{
+		namespace: "team-a",
+		wantCreds: []string{
+			"pod imagePullSecret team-a/regcred → team-user",
+			"global pull secret kube-system/global → global-user",
+		},
+	}, {
+		namespace:    "default",
+		wantCreds:    []string{"global pull secret kube-system/global → global-user"},
+		wantProblems: []string{"secret default/regcred not read: secrets are read only in namespaces kube-system, team-a (secretNamespaces)"},
+	}} {
+		t.Run(tc.namespace, func(t *testing.T) {
+			pod := podWith("", "regcred")
+			pod.Namespace = tc.namespace
+			pc := s.ForPod(pod).(*PodCredentials)
+			if diff := cmp.Diff(tc.wantCreds, summary(pc.For("registry.example.com"))); diff != "" {
+				t.Errorf("credentials (-want,+got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.wantProblems, pc.Problems()); diff != "" {
+				t.Errorf("Problems() (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestPullSecretSelector(t *testing.T) {
+	for typ, want := range map[v1.SecretType]string{
+		v1.SecretTypeDockerConfigJson: "type=kubernetes.io/dockerconfigjson",
+		v1.SecretTypeDockercfg:        "type=kubernetes.io/dockercfg",
+	} {
+		if got := pullSecretSelector(typ); got != want {
+			t.Errorf("pullSecretSelector(%s) = %q, want %q", typ, got, want)
+		}
+	}
+}

@@ -40,6 +40,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2/ktesting"
 
 	"github.com/archfilter/archfilter/internal/registrytest"
@@ -268,19 +269,22 @@ type storeSetup struct {
 func credentialsFor(t *testing.T, s storeSetup) resolver.Credentials {
 	t.Helper()
 	objs := append([]runtime.Object{serviceAccount("default")}, s.objs...)
-	f := informers.NewSharedInformerFactory(fake.NewClientset(objs...), 0)
-	store, err := credentials.NewStore(f, s.opts)
+	client := fake.NewClientset(objs...)
+	f := informers.NewSharedInformerFactory(client, 0)
+	ctx, cancel := context.WithCancel(context.Background())
+	store, err := credentials.NewStore(ctx, client, f, s.opts)
 	if err != nil {
+		cancel()
 		t.Fatalf("credentials.NewStore: %v", err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
 	f.Start(ctx.Done())
 	t.Cleanup(func() {
 		cancel()
 		f.Shutdown()
 	})
 	f.WaitForCacheSync(ctx.Done())
-	if !store.HasSynced() {
+	// The Store's own pull-secret informers are not f's.
+	if !cache.WaitForCacheSync(ctx.Done(), store.HasSynced) {
 		t.Fatal("credential store not synced")
 	}
 	pc := store.ForPod(s.pod)

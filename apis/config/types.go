@@ -24,6 +24,7 @@ type ArchFilterArgs struct {
 	DockerConfigFile         string
 	CredentialProviderConfig string
 	CredentialProviderBinDir string
+	SecretNamespaces         []string
 	NamespaceSelector        *metav1.LabelSelector
 	ExcludedNamespaces       []string
 	PreferredPlatforms       []PlatformPreference

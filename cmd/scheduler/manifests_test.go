@@ -152,6 +152,7 @@ func TestAllArgsManifest(t *testing.T) {
 		DockerConfigFile:         "/etc/archfilter/docker/config.json",
 		CredentialProviderConfig: "/etc/archfilter/credential-providers.yaml",
 		CredentialProviderBinDir: "/usr/libexec/archfilter/credential-providers",
+		SecretNamespaces:         []string{"kube-system", "team-a"},
 		NamespaceSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
 			{Key: "archfilter.io/enabled", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"false"}},
 		}},

@@ -67,6 +67,7 @@ func New(ctx context.Context, args *config.ArchFilterArgs, client kubernetes.Int
 		DockerConfigFile:         args.DockerConfigFile,
 		CredentialProviderConfig: args.CredentialProviderConfig,
 		CredentialProviderBinDir: args.CredentialProviderBinDir,
+		SecretNamespaces:         args.SecretNamespaces,
 	}
 	if s := args.GlobalPullSecret; s != nil {
 		opts.GlobalPullSecret = &types.NamespacedName{Namespace: s.Namespace, Name: s.Name}

@@ -48,6 +48,13 @@ type ArchFilterArgs struct {
 	CredentialProviderConfig string `json:"credentialProviderConfig,omitempty"`
 	// CredentialProviderBinDir is the directory of credential provider plugins.
 	CredentialProviderBinDir string `json:"credentialProviderBinDir,omitempty"`
+	// SecretNamespaces, when set, are the only namespaces whose pull secrets are
+	// read, for clusters that forbid reading secrets cluster-wide: the scheduler
+	// then needs list and watch on secrets in these namespaces only. A pod in
+	// another namespace is resolved with the global pull secret (whose namespace
+	// must be listed), the docker config file and the credential providers, or
+	// anonymously. Unset reads pull secrets in every namespace.
+	SecretNamespaces []string `json:"secretNamespaces,omitempty"`
 	// NamespaceSelector limits ArchFilter to pods in matching namespaces. Unset or
 	// empty selects every namespace.
 	NamespaceSelector *metav1.LabelSelector `json:"namespaceSelector,omitempty"`

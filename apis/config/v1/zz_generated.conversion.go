@@ -112,6 +112,7 @@ func autoConvert_v1_ArchFilterArgs_To_config_ArchFilterArgs(in *ArchFilterArgs, 
 	out.DockerConfigFile = in.DockerConfigFile
 	out.CredentialProviderConfig = in.CredentialProviderConfig
 	out.CredentialProviderBinDir = in.CredentialProviderBinDir
+	out.SecretNamespaces = *(*[]string)(unsafe.Pointer(&in.SecretNamespaces))
 	out.NamespaceSelector = (*metav1.LabelSelector)(unsafe.Pointer(in.NamespaceSelector))
 	out.ExcludedNamespaces = *(*[]string)(unsafe.Pointer(&in.ExcludedNamespaces))
 	out.PreferredPlatforms = *(*[]config.PlatformPreference)(unsafe.Pointer(&in.PreferredPlatforms))
@@ -145,6 +146,7 @@ func autoConvert_config_ArchFilterArgs_To_v1_ArchFilterArgs(in *config.ArchFilte
 	out.DockerConfigFile = in.DockerConfigFile
 	out.CredentialProviderConfig = in.CredentialProviderConfig
 	out.CredentialProviderBinDir = in.CredentialProviderBinDir
+	out.SecretNamespaces = *(*[]string)(unsafe.Pointer(&in.SecretNamespaces))
 	out.NamespaceSelector = (*metav1.LabelSelector)(unsafe.Pointer(in.NamespaceSelector))
 	out.ExcludedNamespaces = *(*[]string)(unsafe.Pointer(&in.ExcludedNamespaces))
 	out.PreferredPlatforms = *(*[]PlatformPreference)(unsafe.Pointer(&in.PreferredPlatforms))

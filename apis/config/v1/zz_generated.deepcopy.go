@@ -78,6 +78,11 @@ func (in *ArchFilterArgs) DeepCopyInto(out *ArchFilterArgs) {
 		*out = new(SecretReference)
 		**out = **in
 	}
+	if in.SecretNamespaces != nil {
+		in, out := &in.SecretNamespaces, &out.SecretNamespaces
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
 	if in.NamespaceSelector != nil {
 		in, out := &in.NamespaceSelector, &out.NamespaceSelector
 		*out = new(metav1.LabelSelector)

@@ -48,6 +48,7 @@ func ValidateArchFilterArgs(path *field.Path, args *config.ArchFilterArgs) error
 	if ref := args.GlobalPullSecret; ref != nil {
 		errs = append(errs, validateSecretReference(path.Child("globalPullSecret"), ref)...)
 	}
+	errs = append(errs, validateSecretNamespaces(path, args)...)
 	if (args.CredentialProviderConfig == "") != (args.CredentialProviderBinDir == "") {
 		errs = append(errs, field.Required(path.Child("credentialProviderBinDir"),
 			"credentialProviderConfig and credentialProviderBinDir must be set together"))
@@ -207,6 +208,25 @@ func validateNamespaces(p *field.Path, namespaces []string) field.ErrorList {
 	var errs field.ErrorList
 	for i, ns := range namespaces {
 		errs = append(errs, invalidIf(p.Index(i), ns, utilvalidation.IsDNS1123Label)...)
+	}
+	return errs
+}
+
+// validateSecretNamespaces checks secretNamespaces, and that the global pull
+// secret is in one of them: otherwise it could never be read.
+func validateSecretNamespaces(path *field.Path, args *config.ArchFilterArgs) field.ErrorList {
+	p := path.Child("secretNamespaces")
+	errs := validateNamespaces(p, args.SecretNamespaces)
+	seen := sets.New[string]()
+	for i, ns := range args.SecretNamespaces {
+		if seen.Has(ns) {
+			errs = append(errs, field.Duplicate(p.Index(i), ns))
+		}
+		seen.Insert(ns)
+	}
+	if ref := args.GlobalPullSecret; ref != nil && len(args.SecretNamespaces) > 0 && !seen.Has(ref.Namespace) {
+		errs = append(errs, field.Invalid(path.Child("globalPullSecret", "namespace"), ref.Namespace,
+			fmt.Sprintf("must be one of secretNamespaces (%s): secrets are read only there", strings.Join(args.SecretNamespaces, ", "))))
 	}
 	return errs
 }

@@ -195,6 +195,25 @@ func TestValidateArchFilterArgs(t *testing.T) {
 			},
 		},
 		{
+			name: "bad secretNamespaces",
+			mutate: func(a *config.ArchFilterArgs) {
+				a.SecretNamespaces = []string{"team-a", "Team_B", "team-a"}
+				a.GlobalPullSecret = &config.SecretReference{Namespace: "kube-system", Name: "pull"}
+			},
+			want: []fieldError{
+				{field.ErrorTypeInvalid, "args.secretNamespaces[1]"},
+				{field.ErrorTypeDuplicate, "args.secretNamespaces[2]"},
+				{field.ErrorTypeInvalid, "args.globalPullSecret.namespace"},
+			},
+		},
+		{
+			name: "global pull secret in a secretNamespace",
+			mutate: func(a *config.ArchFilterArgs) {
+				a.SecretNamespaces = []string{"team-a", "kube-system"}
+				a.GlobalPullSecret = &config.SecretReference{Namespace: "kube-system", Name: "pull"}
+			},
+		},
+		{
 			name:   "credential provider config without bin dir",
 			mutate: func(a *config.ArchFilterArgs) { a.CredentialProviderConfig = "/etc/cp.yaml" },
 			want:   []fieldError{{field.ErrorTypeRequired, "args.credentialProviderBinDir"}},

@@ -99,6 +99,50 @@ mounts are named unless archFilterArgs names its own.
 {{- toYaml $args -}}
 {{- end -}}
 
+{{/*
+archFilterArgs.secretNamespaces as JSON, or nothing when unset: then the
+ClusterRoles keep their cluster-wide secrets rule; when set, secrets are
+granted by archfilter.secretRoles (a dict: root, name, labels, subject, verbs)
+as a Role and RoleBinding in each listed namespace only.
+*/}}
+{{- define "archfilter.secretNamespaces" -}}
+{{- with .Values.archFilterArgs }}{{ with .secretNamespaces }}{{ toJson . }}{{ end }}{{ end -}}
+{{- end -}}
+
+{{- define "archfilter.secretRoles" -}}
+{{- with include "archfilter.secretNamespaces" .root }}
+{{- range $ns := fromJsonArray . }}
+---
+# Pull secrets of {{ $ns }} only (archFilterArgs.secretNamespaces).
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata:
+  name: {{ $.name }}:pull-secrets
+  namespace: {{ $ns }}
+  labels:
+    {{- $.labels | nindent 4 }}
+rules:
+- apiGroups: [""]
+  resources: [secrets]
+  verbs: [{{ join ", " $.verbs }}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata:
+  name: {{ $.name }}:pull-secrets
+  namespace: {{ $ns }}
+  labels:
+    {{- $.labels | nindent 4 }}
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: Role
+  name: {{ $.name }}:pull-secrets
+subjects:
+- {{- toYaml $.subject | nindent 2 }}
+{{- end }}
+{{- end }}
+{{- end -}}
+
 {{/* Volumes (and mounts) both pods get for credential providers. */}}
 {{- define "archfilter.credentialProviderVolumes" -}}
 {{- if .Values.credentialProviders.enabled }}

@@ -207,6 +207,27 @@ func TestRenderPlacement(t *testing.T) {
 			check:  checkAllArgsReachCompanion,
 		},
 		{
+			name:   "secretNamespaces: the companion's secrets through Roles in those namespaces too",
+			values: "placement: {enabled: true}\narchFilterArgs: {secretNamespaces: [team-a]}",
+			want: append(append(slices.Clone(baseInventory), placementInventory...),
+				"Role team-a/archfilter-placement:pull-secrets", "RoleBinding team-a/archfilter-placement:pull-secrets",
+				"Role team-a/archfilter-scheduler:pull-secrets", "RoleBinding team-a/archfilter-scheduler:pull-secrets"),
+			check: func(t *testing.T, r placementRender) {
+				for _, cr := range of[*rbacv1.ClusterRole](r.objs) {
+					for _, rule := range cr.Rules {
+						if slices.Contains(rule.Resources, "secrets") {
+							t.Errorf("ClusterRole %s grants %v on secrets", cr.Name, rule.Verbs)
+						}
+					}
+				}
+				for _, role := range of[*rbacv1.Role](r.objs) {
+					if role.Name == "archfilter-placement:pull-secrets" && !slices.Equal(role.Rules[0].Verbs, []string{"get", "list", "watch"}) {
+						t.Errorf("Role %s/%s verbs %v", role.Namespace, role.Name, role.Rules[0].Verbs)
+					}
+				}
+			},
+		},
+		{
 			name:   "one replica without leader election: no PodDisruptionBudget, no Lease",
 			values: "placement: {enabled: true, replicas: 1, leaderElection: {enabled: false}, maxGated: 5m, workers: 8, webhook: {timeoutSeconds: 12}, skipSchedulerNames: [a, b]}",
 			want:   without(append(slices.Clone(baseInventory), placementInventory...), "PodDisruptionBudget kube-system/archfilter-placement"),

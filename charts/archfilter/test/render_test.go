@@ -353,6 +353,33 @@ archFilterArgs: {dockerConfigFile: /etc/archfilter/docker/config.json}
 			missing: []string{"Service kube-system/archfilter-scheduler-metrics", "ClusterRole archfilter-scheduler:metrics-reader"},
 		},
 		{
+			name:   "secretNamespaces: secrets through Roles in those namespaces, not the ClusterRole",
+			values: "archFilterArgs: {secretNamespaces: [team-a, kube-system], globalPullSecret: {namespace: kube-system, name: pull}}",
+			extra: []string{
+				"Role kube-system/archfilter-scheduler:pull-secrets", "Role team-a/archfilter-scheduler:pull-secrets",
+				"RoleBinding kube-system/archfilter-scheduler:pull-secrets", "RoleBinding team-a/archfilter-scheduler:pull-secrets",
+			},
+			check: func(t *testing.T, objs []k8sruntime.Object, cfg schedConfig) {
+				for _, r := range of[*rbacv1.ClusterRole](objs) {
+					for _, rule := range r.Rules {
+						if slices.Contains(rule.Resources, "secrets") {
+							t.Errorf("ClusterRole %s grants %v on secrets", r.Name, rule.Verbs)
+						}
+					}
+				}
+				for _, r := range of[*rbacv1.Role](objs) {
+					if strings.HasSuffix(r.Name, ":pull-secrets") && !cmp.Equal(r.Rules, []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"list", "watch"}}}) {
+						t.Errorf("Role %s/%s rules %+v, want list and watch on secrets", r.Namespace, r.Name, r.Rules)
+					}
+				}
+				for _, b := range of[*rbacv1.RoleBinding](objs) {
+					if strings.HasSuffix(b.Name, ":pull-secrets") && (b.RoleRef.Name != b.Name || b.Subjects[0].Name != "archfilter-scheduler") {
+						t.Errorf("RoleBinding %s/%s binds %s to %s", b.Namespace, b.Name, b.RoleRef.Name, b.Subjects[0].Name)
+					}
+				}
+			},
+		},
+		{
 			name:   "the metrics reader bound to Prometheus",
 			values: "metrics: {reader: {subjects: [{kind: ServiceAccount, name: prometheus-k8s, namespace: monitoring}]}}",
 			extra:  []string{"ClusterRoleBinding archfilter-scheduler:metrics-reader"},

@@ -73,7 +73,7 @@ func failover(t *testing.T, order int, fault string, sig syscall.Signal) {
 	b.waitCreated(faultAfter)
 	for _, r := range s.running() {
 		if r != leader {
-			caughtUp(ctx, t, r)
+			caughtUp(ctx, t, r, min(faultAfter, distinctImages))
 		}
 	}
 

@@ -38,7 +38,9 @@ type Options struct {
 	// SecretNamespaces, when set, are the only namespaces whose pull secrets
 	// are read, for clusters that forbid reading secrets cluster-wide. A pod
 	// elsewhere gets only the global pull secret (which must be in one of
-	// them), the docker config file and the plugins. Nil means every namespace.
+	// them: validation checks it), the docker config file and the plugins.
+	// Nil means every namespace. NewClientStore, which reads only what a pod
+	// names, ignores it.
 	SecretNamespaces []string
 	// Clock drives provider caching and file re-reads. Nil means the real clock.
 	Clock clock.Clock

@@ -78,9 +78,9 @@ resolved, a usage error), which wins over 1. The other items are still answered.
 	return cmd
 }
 
-// stopWhenDone cancels the command's context when it returns, so the informers that read
-// pull secrets and service accounts end their watches then, also when the command runs
-// inside a longer-lived process (a test, or a program embedding it).
+// stopWhenDone cancels the command's context when it returns, so whatever the command
+// started with it (its resolver's requests, its credential store's GETs) ends then, also
+// when the command runs inside a longer-lived process (a test, or a program embedding it).
 func stopWhenDone(cmd *cobra.Command) {
 	run := cmd.RunE
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {

@@ -75,6 +75,12 @@ func TestReport(t *testing.T) {
 	if diff := cmp.Diff(map[string]int{"linux/amd64": 2, "linux/arm64": 2}, v.Totals); diff != "" {
 		t.Errorf("totals (-want,+got):\n%s", diff)
 	}
+	// Secrets are read by name, as the pods name them, never listed or watched.
+	for _, a := range client.Actions() {
+		if a.GetResource().Resource == "secrets" && a.GetVerb() != "get" {
+			t.Errorf("the report did %s on secrets", a.GetVerb())
+		}
+	}
 
 	if got := ExitCode(reportStatus(v)); got != ExitInputError {
 		t.Errorf("exit status %d, want %d: the debug pod's image could not be resolved", got, ExitInputError)

@@ -6,6 +6,8 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -14,6 +16,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/archfilter/archfilter/pkg/plugins/archfilter"
 	"github.com/archfilter/archfilter/test/e2e/framework"
 )
 
@@ -139,4 +142,19 @@ func checkGang(ctx context.Context, t *testing.T, ns string, members []gangMembe
 			}
 		}
 	}
+}
+
+// checkHeldForGang reads the scheduler's log: its queue logs each PreEnqueue
+// status (-v=5), so a member whose images were known and that waited for its
+// gang at ArchFilter, not in Permit, left ReasonWaitingForGang there.
+func checkHeldForGang(t *testing.T) {
+	t.Helper()
+	logs, _ := filepath.Glob(filepath.Join(framework.RepoRoot(), ".cache", "e2e", "logs", dnsName(t.Name()), "*.log"))
+	for _, l := range logs {
+		b, err := os.ReadFile(l)
+		if err == nil && strings.Contains(string(b), archfilter.ReasonWaitingForGang) {
+			return
+		}
+	}
+	t.Errorf("no member was held for its gang at PreEnqueue (%q in %v)", archfilter.ReasonWaitingForGang, logs)
 }

@@ -20,7 +20,6 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/yaml"
 
-	"github.com/archfilter/archfilter/pkg/plugins/archfilter"
 	"github.com/archfilter/archfilter/test/e2e/framework"
 )
 
@@ -67,17 +66,7 @@ func TestArchFilterGang(t *testing.T) {
 	}
 	createGang(ctx, t, ns, pods)
 	checkGang(ctx, t, ns, members, slow)
-	logs, _ := filepath.Glob(filepath.Join(framework.RepoRoot(), ".cache", "e2e", "logs", dnsName(t.Name()), "*.log"))
-	held := false
-	for _, l := range logs {
-		b, err := os.ReadFile(l)
-		if err == nil && strings.Contains(string(b), archfilter.ReasonWaitingForGang) {
-			held = true
-		}
-	}
-	if !held {
-		t.Errorf("no member was held for its gang at PreEnqueue (%q in %v)", archfilter.ReasonWaitingForGang, logs)
-	}
+	checkHeldForGang(t)
 }
 
 func dynamicClient(t *testing.T) dynamic.Interface {

@@ -3,16 +3,12 @@
 package e2e
 
 import (
-	"os"
-	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 
-	"github.com/archfilter/archfilter/pkg/plugins/archfilter"
 	"github.com/archfilter/archfilter/test/e2e/framework"
 )
 
@@ -47,17 +43,5 @@ func TestArchFilterGang(t *testing.T) {
 	}
 	createGang(ctx, t, ns, pods)
 	checkGang(ctx, t, ns, members, slow)
-	// The scheduler's queue logs each PreEnqueue status (-v=5): a member whose
-	// images were known waited for the gang at ArchFilter, not in Permit.
-	logs, _ := filepath.Glob(filepath.Join(framework.RepoRoot(), ".cache", "e2e", "logs", dnsName(t.Name()), "*.log"))
-	held := false
-	for _, l := range logs {
-		b, err := os.ReadFile(l)
-		if err == nil && strings.Contains(string(b), archfilter.ReasonWaitingForGang) {
-			held = true
-		}
-	}
-	if !held {
-		t.Errorf("no member was held for its gang at PreEnqueue (%q in %v)", archfilter.ReasonWaitingForGang, logs)
-	}
+	checkHeldForGang(t)
 }

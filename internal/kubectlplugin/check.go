@@ -64,6 +64,7 @@ type checkOptions struct {
 	output       string
 	reg          registryFlags
 	dec          decisionFlags
+	deep         deepFlags
 }
 
 func newCheckCommand(kube *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
@@ -84,10 +85,16 @@ does not resolve them (DaemonSet pods' are, as the scheduler warns by them).
 With a namespaceSelector, namespaces' labels are read from the cluster of the
 kubeconfig. Other known kinds are skipped.
 
+An image pinned by the digest of one platform's manifest, where a tag of its
+repository names an index of several platforms that lists it, is warned about: the
+pod runs on that one platform only. With --deep, each platform's executable is read
+from the image's layers and its header compared with the platform the manifest claims.
+
 Exit status: 2 when a file or document could not be read (unknown kind, malformed) or
 an image could not be resolved (each is named, the other workloads are still checked),
-else 1 when a workload's images share no platform, or a workload cannot run on one of
---platforms; 0 otherwise.`,
+or --deep could not read an image's executable, else 1 when a workload's images share
+no platform, a workload cannot run on one of --platforms, or --deep finds a binary that
+contradicts its manifest or an entrypoint missing from the image; 0 otherwise.`,
 		Example: `  helm template ./chart | kubectl archfilter check -f - --platforms linux/amd64,linux/arm64
   kubectl archfilter check -f manifests/ --emit-affinity`,
 		Args: cobra.NoArgs,
@@ -100,6 +107,7 @@ else 1 when a workload's images share no platform, or a workload cannot run on o
 	cmd.Flags().BoolVar(&o.emitAffinity, "emit-affinity", false, "print the node affinity that pins each workload to its platforms")
 	o.reg.add(cmd)
 	o.dec.add(cmd)
+	o.deep.add(cmd)
 	addOutputFlag(cmd, &o.output, outputTable, outputJSON, outputYAML)
 	_ = cmd.MarkFlagRequired("filename")
 	return cmd
@@ -116,6 +124,9 @@ func (o *checkOptions) run(ctx context.Context, kube *genericclioptions.ConfigFl
 			return &ExitError{Code: ExitInputError, Msg: fmt.Sprintf("--platforms: %v", err)}
 		}
 		required = set.Platforms()
+	}
+	if err := o.deep.parse(); err != nil {
+		return err
 	}
 	settings, args, err := o.dec.load()
 	if err != nil {
@@ -153,9 +164,12 @@ func (o *checkOptions) run(ctx context.Context, kube *genericclioptions.ConfigFl
 			failed++
 		}
 	}
-	if err := printWorkloads(streams, outputFormat(o.output), views, o.emitAffinity); err != nil {
+	found := checkFindings(ctx, s, workloads, views, o.deep)
+	if err := printWorkloads(streams, outputFormat(o.output), views, o.emitAffinity, found); err != nil {
 		return err
 	}
+	binFailed, binUnanswered := found.status()
+	failed += binFailed
 	var unanswered []string
 	if len(inputErrs) > 0 {
 		unanswered = append(unanswered, fmt.Sprintf("%d documents could not be read", len(inputErrs)))
@@ -163,11 +177,14 @@ func (o *checkOptions) run(ctx context.Context, kube *genericclioptions.ConfigFl
 	if unresolved > 0 {
 		unanswered = append(unanswered, fmt.Sprintf("%d of %d workloads have images that could not be resolved", unresolved, len(views)))
 	}
+	if binUnanswered > 0 {
+		unanswered = append(unanswered, fmt.Sprintf("%d binary checks could not be answered", binUnanswered))
+	}
 	switch {
 	case len(unanswered) > 0:
 		return &ExitError{Code: ExitInputError, Msg: strings.Join(unanswered, "; ")}
 	case failed > 0:
-		return &ExitError{Code: ExitFailed, Msg: fmt.Sprintf("%d of %d workloads failed the check", failed, len(views))}
+		return &ExitError{Code: ExitFailed, Msg: fmt.Sprintf("%d of %d workloads failed the check%s", failed-binFailed, len(views), binariesFailed(binFailed))}
 	}
 	return nil
 }
@@ -246,9 +263,11 @@ func notRead(j *judgement) string {
 	return "platforms declared by " + string(decision.SourceAnnotation)
 }
 
-func printWorkloads(streams genericiooptions.IOStreams, format outputFormat, views []workloadView, emitAffinity bool) error {
+func printWorkloads(streams genericiooptions.IOStreams, format outputFormat, views []workloadView, emitAffinity bool, found findings) error {
 	if format != outputTable {
-		return writeStructured(streams.Out, format, map[string]any{"workloads": views})
+		doc := map[string]any{"workloads": views}
+		found.addTo(doc)
+		return writeStructured(streams.Out, format, doc)
 	}
 	tw := newTable(streams.Out)
 	fmt.Fprintln(tw, "SOURCE\tWORKLOAD\tPLATFORMS\tRESULT")
@@ -256,6 +275,9 @@ func printWorkloads(streams genericiooptions.IOStreams, format outputFormat, vie
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", v.Source, workloadName(v), platformsCell(v), checkResult(v))
 	}
 	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if err := found.printTables(streams.Out); err != nil {
 		return err
 	}
 	for _, v := range views {

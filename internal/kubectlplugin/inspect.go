@@ -26,6 +26,8 @@ type imageView struct {
 	// attestations and artifacts are marked as such.
 	Manifests []manifestView `json:"manifests,omitempty"`
 	Error     string         `json:"error,omitempty"`
+	// Binaries are --deep's checks, one per platform.
+	Binaries []binaryCheck `json:"binaries,omitempty"`
 }
 
 // manifestView is one entry of an image's manifest tree.
@@ -42,6 +44,7 @@ type manifestView struct {
 func newInspectCommand(kube *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
 	var (
 		reg    registryFlags
+		deep   deepFlags
 		output string
 	)
 	cmd := &cobra.Command{
@@ -53,13 +56,22 @@ Attestation manifests (unknown/unknown entries of an index, e.g. buildx provenan
 and OCI artifacts are listed as such: they are not platforms, and an image that is
 only an artifact or data (a Helm chart, a wasm module) runs "any"where.
 
+With --deep, each platform's executable (the entrypoint, found through PATH, and a
+script's interpreter) is read from the image's layers and its header (ELF, PE,
+Mach-O) compared with the platform the manifest claims.
+
 Exit status: 2 when an image could not be resolved (its error is printed, the other
-images are still listed); 0 otherwise.`,
+images are still listed) or --deep could not read an executable; else 1 when --deep
+finds a binary that contradicts its manifest or an entrypoint missing from the image;
+0 otherwise.`,
 		Example: `  kubectl archfilter inspect nginx:1.27 registry.example.com/app:v1
   kubectl archfilter inspect --insecure-registry localhost:5000 localhost:5000/app:dev -o json`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkOutput(output, outputTable, outputJSON, outputYAML); err != nil {
+				return err
+			}
+			if err := deep.parse(); err != nil {
 				return err
 			}
 			s, err := reg.newSession(cmd.Context(), connector(kube))
@@ -69,11 +81,18 @@ images are still listed); 0 otherwise.`,
 			for _, p := range s.problems {
 				writeLine(streams.ErrOut, "warning: credentials: %s", p)
 			}
-			views := concurrently(args, func(image string) imageView { return describeImage(cmd.Context(), s, image) })
+			views := concurrently(args, func(image string) imageView {
+				v := describeImage(cmd.Context(), s, image)
+				if deep.enabled && v.Error == "" {
+					v.Binaries = checkBinaries(cmd.Context(), s, resolver.Request{Image: image, Credentials: s.credentials}, containerCommand{}, deep.limit)
+				}
+				return v
+			})
 			return printImages(streams, outputFormat(output), views)
 		},
 	}
 	reg.add(cmd)
+	deep.add(cmd)
 	addOutputFlag(cmd, &output, outputTable, outputJSON, outputYAML)
 	return cmd
 }
@@ -91,7 +110,7 @@ func resolveAll(ctx context.Context, s *session, images []string) map[string]res
 
 // concurrently calls fn for each item, at most maxConcurrentImages at a time, and
 // returns the answers in the items' order.
-func concurrently[T any](items []string, fn func(string) T) []T {
+func concurrently[I, T any](items []I, fn func(I) T) []T {
 	out := make([]T, len(items))
 	var g errgroup.Group
 	g.SetLimit(maxConcurrentImages)
@@ -161,11 +180,14 @@ func printImages(streams genericiooptions.IOStreams, format outputFormat, views 
 		if err := tw.Flush(); err != nil {
 			return err
 		}
+		if err := printImageBinaries(streams.Out, views); err != nil {
+			return err
+		}
 	} else if err := writeStructured(streams.Out, format, map[string]any{"images": views}); err != nil {
 		return err
 	}
 	if failed > 0 {
 		return &ExitError{Code: ExitInputError, Msg: fmt.Sprintf("%d of %d images could not be resolved", failed, len(views))}
 	}
-	return nil
+	return imageBinariesStatus(views)
 }

@@ -32,6 +32,8 @@ type registryFlags struct {
 	// args, when the command reads --args, add their registries (TLS, mirrors)
 	// and the allowed and denied registries, as the scheduler applies them.
 	args *config.ArchFilterArgs
+	// newerTags: report and why look for newer tags of blocking images (newertag.go).
+	newerTags bool
 }
 
 func (f *registryFlags) add(cmd *cobra.Command) {

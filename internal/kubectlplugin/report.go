@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"slices"
 	"sort"
@@ -64,6 +65,8 @@ type reportView struct {
 	Platforms []string       `json:"platforms"`
 	Workloads []reportRow    `json:"workloads"`
 	Totals    map[string]int `json:"totals"` // node platform → workloads that can run there
+	// NewerTags are the searches for a newer tag of each image that blocks a platform.
+	NewerTags []newerTagView `json:"newerTags,omitempty"`
 }
 
 func newReportCommand(kube *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
@@ -118,6 +121,7 @@ node platforms; 0 otherwise.`,
 	}
 	cmd.Flags().BoolVarP(&allNamespaces, "all-namespaces", "A", false, "report the workloads of every namespace")
 	reg.add(cmd)
+	addNewerTagsFlag(cmd, &reg)
 	dec.add(cmd)
 	addOutputFlag(cmd, &output, outputTable, outputJSON, outputYAML, outputCSV)
 	return cmd
@@ -234,6 +238,8 @@ func buildReport(ctx context.Context, client kubernetes.Interface, ns string, re
 		g    errgroup.Group
 		done atomic.Int32
 		mu   sync.Mutex
+		// all holds every image's answer, for the newer-tag search.
+		all = map[string]resolver.Result{}
 	)
 	g.SetLimit(maxConcurrentImages)
 	for i, w := range ws {
@@ -244,11 +250,12 @@ func buildReport(ctx context.Context, client kubernetes.Interface, ns string, re
 				results[ref] = s.resolver.Resolve(ctx, resolver.Request{Image: ref, Credentials: creds})
 			}
 			v.Workloads[i] = readinessOf(w, results, nps, dc)
+			mu.Lock()
+			maps.Copy(all, results)
 			if progress != nil {
-				mu.Lock()
 				fmt.Fprintf(progress, "\rresolved %d/%d workloads", done.Add(1), len(ws))
-				mu.Unlock()
 			}
+			mu.Unlock()
 			return nil
 		})
 	}
@@ -262,6 +269,10 @@ func buildReport(ctx context.Context, client kubernetes.Interface, ns string, re
 				v.Totals[r.Platform]++
 			}
 		}
+	}
+	if reg.newerTags {
+		blocked := blockedImages(v.Workloads, all, nps, func(i int) resolver.Credentials { return store.ForPod(ws[i].Pod) })
+		v.NewerTags = findNewerTags(ctx, s, dc.settings.Compat, blocked)
 	}
 	return v, nil
 }
@@ -329,10 +340,10 @@ func printReport(w io.Writer, format outputFormat, v *reportView) error {
 		return writeStructured(w, format, v)
 	case outputCSV:
 		cw := csv.NewWriter(w)
-		_ = cw.Write([]string{"kind", "namespace", "name", "platforms", "node_platform", "can_run", "blocking", "error", "decision"})
+		_ = cw.Write([]string{"kind", "namespace", "name", "platforms", "node_platform", "can_run", "blocking", "error", "decision", "newer_tag"})
 		for _, row := range v.Workloads {
 			for _, r := range row.On {
-				_ = cw.Write([]string{row.Kind, row.Namespace, row.Name, row.Platforms, r.Platform, strconv.FormatBool(r.CanRun), r.Blocking, row.Error, row.Decision})
+				_ = cw.Write([]string{row.Kind, row.Namespace, row.Name, row.Platforms, r.Platform, strconv.FormatBool(r.CanRun), r.Blocking, row.Error, row.Decision, newerTagFor(v.NewerTags, r.Blocking, r.Platform)})
 			}
 		}
 		cw.Flush()
@@ -363,7 +374,11 @@ func printReport(w io.Writer, format outputFormat, v *reportView) error {
 		fmt.Fprintf(tw, "\t%d can run", v.Totals[p])
 	}
 	fmt.Fprintln(tw)
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	printNewerTags(w, v.NewerTags)
+	return nil
 }
 
 // unchecked counts the workloads report did not check.

@@ -73,6 +73,9 @@ type whyView struct {
 	CredentialProblems []string    `json:"credentialProblems,omitempty"`
 	Nodes              []nodeGroup `json:"nodes"`
 	Events             []eventView `json:"events"`
+	// NewerTags are the searches for a newer tag of each image that does not run on
+	// some of the cluster's node platforms.
+	NewerTags []newerTagView `json:"newerTags,omitempty"`
 
 	schedulerName string
 }
@@ -117,6 +120,7 @@ cluster acted on, beside the one re-resolved now.`,
 		},
 	}
 	reg.add(cmd)
+	addNewerTagsFlag(cmd, &reg)
 	dec.add(cmd)
 	addOutputFlag(cmd, &output, outputTable, outputJSON, outputYAML)
 	return cmd
@@ -212,6 +216,9 @@ func explainPod(ctx context.Context, client kubernetes.Interface, ns, name strin
 		return nil, fmt.Errorf("listing the pod's events: %w", err)
 	}
 	v.Events = podEvents(evs.Items, pod)
+	if reg.newerTags {
+		v.NewerTags = findNewerTags(ctx, s, compat, podBlockedImages(v.Images, nodes.Items, compat, creds))
+	}
 	return v, nil
 }
 
@@ -402,6 +409,7 @@ func printWhy(streams genericiooptions.IOStreams, format outputFormat, v *whyVie
 	for _, e := range v.Events {
 		writeLine(w, "  %s %s %s: %s", e.Last.UTC().Format("15:04:05"), e.Type, e.Reason, e.Message)
 	}
+	printNewerTags(w, v.NewerTags)
 	return nil
 }
 

@@ -12,6 +12,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/archfilter/archfilter/pkg/platform"
+	"github.com/archfilter/archfilter/pkg/podplatform"
 	"github.com/archfilter/archfilter/pkg/resolver"
 )
 
@@ -153,28 +154,37 @@ func newerTagOf(ctx context.Context, s *session, compat platform.Compat, b block
 	return v
 }
 
-// blockedImages lists, in first-seen order, the images that keep rows off node
-// platforms, with the platforms they miss; credentials gives a pod's credentials.
-func blockedImages(rows []reportRow, results map[string]resolver.Result, nps []platform.NodePlatform, credentials func(row int) resolver.Credentials) []blockedImage {
+// blockedImages lists, in first-seen order, the images of ws that keep their rows
+// off node platforms (every such image, not only the first), with the platforms they
+// miss; credentials gives a workload's pod credentials.
+func blockedImages(ws []workload, rows []reportRow, results map[string]resolver.Result, nps []platform.NodePlatform, compat platform.Compat, credentials func(i int) resolver.Credentials) []blockedImage {
 	var out []blockedImage
 	index := map[string]int{}
 	for i, row := range rows {
+		if row.unchecked || row.Error != "" {
+			continue
+		}
 		for _, r := range row.On {
-			res, ok := results[r.Blocking]
-			if r.CanRun || !ok || res.Err != nil {
+			if r.CanRun {
 				continue
 			}
-			k, seen := index[r.Blocking]
-			if !seen {
-				k = len(out)
-				index[r.Blocking] = k
-				out = append(out, blockedImage{image: r.Blocking, platforms: res.Platforms, credentials: credentials(i)})
-			}
-			for _, np := range nps {
-				if np.String() == r.Platform && !slices.Contains(out[k].missing, np) {
+			np := nps[slices.IndexFunc(nps, func(np platform.NodePlatform) bool { return np.String() == r.Platform })]
+			podplatform.ForEachImage(ws[i].Pod, func(img podplatform.Image) bool {
+				res, ok := results[img.Reference]
+				if !ok || res.Err != nil || compat.Expand(res.Platforms).MatchesNode(np) {
+					return true
+				}
+				k, seen := index[img.Reference]
+				if !seen {
+					k = len(out)
+					index[img.Reference] = k
+					out = append(out, blockedImage{image: img.Reference, platforms: res.Platforms, credentials: credentials(i)})
+				}
+				if !slices.Contains(out[k].missing, np) {
 					out[k].missing = append(out[k].missing, np)
 				}
-			}
+				return true
+			})
 		}
 	}
 	return out

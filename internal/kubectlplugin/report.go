@@ -271,7 +271,7 @@ func buildReport(ctx context.Context, client kubernetes.Interface, ns string, re
 		}
 	}
 	if reg.newerTags {
-		blocked := blockedImages(v.Workloads, all, nps, func(i int) resolver.Credentials { return store.ForPod(ws[i].Pod) })
+		blocked := blockedImages(ws, v.Workloads, all, nps, dc.settings.Compat, func(i int) resolver.Credentials { return store.ForPod(ws[i].Pod) })
 		v.NewerTags = findNewerTags(ctx, s, dc.settings.Compat, blocked)
 	}
 	return v, nil

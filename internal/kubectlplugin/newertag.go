@@ -144,6 +144,9 @@ func newerTagOf(ctx context.Context, s *session, compat platform.Compat, b block
 	if best < 0 {
 		v.Result = newerNone
 		v.Message = fmt.Sprintf("%s; none of the %d newer tags read (of %d listed) adds %s", lacks, v.TagsRead, v.TagsListed, strings.Join(v.Missing, ","))
+		if v.TagsRead == 0 {
+			v.Message = fmt.Sprintf("%s; no newer version tag among the %d listed", lacks, v.TagsListed)
+		}
 		return v
 	}
 	v.Result, v.Suggested, v.SuggestedImage = newerFound, newer[best].tag, named.Name()+":"+newer[best].tag

@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	ggcrv1 "github.com/google/go-containerregistry/pkg/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -24,6 +25,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 
+	"github.com/archfilter/archfilter/internal/exechdr/exechdrtest"
 	"github.com/archfilter/archfilter/internal/kubectlplugin"
 	"github.com/archfilter/archfilter/internal/registrytest"
 	"github.com/archfilter/archfilter/pkg/plugins/archfilter"
@@ -50,6 +52,9 @@ const (
 type shopImages struct {
 	pub, priv                     string // registry hosts
 	web, proxy, agent, chart, api string
+	// webAMD64 pins web's linux/amd64 manifest by digest (a narrowing pin); server is
+	// an index whose linux/arm64 entry holds an x86-64 binary (a lying image).
+	webAMD64, server string
 }
 
 // TestKubectlPlugin runs kubectl archfilter's four commands as main does, through a
@@ -85,12 +90,16 @@ func TestKubectlPlugin(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(manifestDir, "shop.yaml"), []byte(manifest), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	pinned := pinnedManifest(img)
+	if err := os.WriteFile(filepath.Join(manifestDir, "pinned.yaml"), []byte(pinned), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	docs := docFiles(t)
 	// check reads shop.yaml as a CI job would, from its working directory.
 	t.Chdir(manifestDir)
 	k := &kubectl{kubeconfig: kubeconfig}
 
-	golden := map[string]string{"shop.yaml": manifest}
+	golden := map[string]string{"shop.yaml": manifest, "pinned.yaml": pinned}
 	for _, g := range []struct {
 		name string
 		// dockerConfig is the DOCKER_CONFIG the command runs with.
@@ -103,9 +112,13 @@ func TestKubectlPlugin(t *testing.T) {
 		{"inspect", noCredentials, []string{"inspect", "--pull-secret", shop + "/" + pullSecret,
 			img.web, img.agent, img.chart, img.api, unreachable}, kubectlplugin.ExitInputError},
 		{"inspect-yaml", noCredentials, []string{"inspect", "-o", "yaml", img.agent}, 0},
+		// The arm64 entry of tools/server holds the amd64 build.
+		{"inspect-deep", noCredentials, []string{"inspect", "--deep", img.server}, kubectlplugin.ExitFailed},
 		// A CI job: the private registry's credentials are in its docker config.
 		{"check", ciCredentials, []string{"check", "-f", "shop.yaml", "--platforms", "linux/amd64,linux/arm64"}, kubectlplugin.ExitFailed},
 		{"check-affinity", ciCredentials, []string{"check", "-f", "shop.yaml", "--emit-affinity"}, kubectlplugin.ExitFailed},
+		// A dependency bot pinned web's linux/amd64 manifest, not its index.
+		{"check-narrowing", ciCredentials, []string{"check", "-f", "pinned.yaml"}, 0},
 		// The pod's own pull secret reads the private image.
 		{"why", noCredentials, []string{"why", "-n", shop, "checkout"}, kubectlplugin.ExitFailed},
 		{"report", noCredentials, []string{"report", "-n", shop}, kubectlplugin.ExitInputError},
@@ -245,15 +258,42 @@ func pushShopImages(t *testing.T) shopImages {
 	pub := registrytest.StartDistribution(t, registrytest.DistributionOptions{})
 	priv := registrytest.StartDistribution(t, registrytest.DistributionOptions{Username: pullUser, Password: pullPassword})
 	fp, fpriv := registrytest.NewFixtures(t, pub.Target()), registrytest.NewFixtures(t, priv.Target())
-	return shopImages{
-		pub:   pub.Host(),
-		priv:  priv.Host(),
-		web:   fp.Index("shop/web:v1", registrytest.OCI, "linux/amd64", "linux/arm64").Ref,
-		proxy: fp.Image("mesh/proxy:v1", registrytest.Docker, "linux/amd64").Ref,
-		agent: fp.Attested("tools/agent:v1", "linux/amd64", "linux/arm64").Ref,
-		chart: fp.Artifact("charts/shop:0.1.0", registrytest.ArtifactHelm).Ref,
-		api:   fpriv.Image("shop/api:v2", registrytest.OCI, "linux/arm64").Ref,
+	web := fp.Index("shop/web:v1", registrytest.OCI, "linux/amd64", "linux/arm64")
+	// The API's next release adds linux/amd64: report and why suggest it.
+	fpriv.Index("shop/api:v2.3", registrytest.OCI, "linux/arm64", "linux/amd64")
+	server := func(goarch string) [][]registrytest.File {
+		return [][]registrytest.File{{{Name: "app/", Dir: true}, {Name: "app/server", Body: exechdrtest.ELF(goarch)}}}
 	}
+	entry := ggcrv1.Config{Entrypoint: []string{"/app/server"}}
+	return shopImages{
+		pub:      pub.Host(),
+		priv:     priv.Host(),
+		web:      web.Ref,
+		webAMD64: web.ChildRef("linux/amd64"),
+		proxy:    fp.Image("mesh/proxy:v1", registrytest.Docker, "linux/amd64").Ref,
+		agent:    fp.Attested("tools/agent:v1", "linux/amd64", "linux/arm64").Ref,
+		chart:    fp.Artifact("charts/shop:0.1.0", registrytest.ArtifactHelm).Ref,
+		api:      fpriv.Image("shop/api:v2", registrytest.OCI, "linux/arm64").Ref,
+		server: fp.RunnableIndex("tools/server:v1",
+			registrytest.Runnable{Platform: "linux/amd64", Config: entry, Layers: server("amd64")},
+			registrytest.Runnable{Platform: "linux/arm64", Config: entry, Layers: server("amd64")}).Ref,
+	}
+}
+
+// pinnedManifest is the shop's web Deployment as a dependency bot pinned it: by the
+// digest of its linux/amd64 manifest.
+func pinnedManifest(img shopImages) string {
+	return fmt.Sprintf(`apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: shop}
+spec:
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers:
+      - {name: app, image: %s}
+`, img.webAMD64)
 }
 
 // createShop creates the cluster's nodes (one linux/amd64, two linux/arm64) and the shop

@@ -184,7 +184,7 @@ func (o *checkOptions) run(ctx context.Context, kube *genericclioptions.ConfigFl
 	case len(unanswered) > 0:
 		return &ExitError{Code: ExitInputError, Msg: strings.Join(unanswered, "; ")}
 	case failed > 0:
-		return &ExitError{Code: ExitFailed, Msg: fmt.Sprintf("%d of %d workloads failed the check%s", failed-binFailed, len(views), binariesFailed(binFailed))}
+		return &ExitError{Code: ExitFailed, Msg: checkFailedMessage(failed-binFailed, len(views), binFailed)}
 	}
 	return nil
 }

@@ -30,12 +30,17 @@ func checkFindings(ctx context.Context, s *session, workloads []workload, views 
 	return f
 }
 
-// binariesFailed is the exit message's words for failed binary checks.
-func binariesFailed(n int) string {
-	if n == 0 {
-		return ""
+// checkFailedMessage is check's last line when it fails: the workloads that cannot
+// run, and the binary checks that failed.
+func checkFailedMessage(workloads, of, binaries int) string {
+	var parts []string
+	if workloads > 0 {
+		parts = append(parts, fmt.Sprintf("%d of %d workloads failed the check", workloads, of))
 	}
-	return fmt.Sprintf("; %d binary checks failed", n)
+	if binaries > 0 {
+		parts = append(parts, fmt.Sprintf("%d binary checks failed", binaries))
+	}
+	return strings.Join(parts, "; ")
 }
 
 // addTo puts the findings in a structured document.

@@ -219,10 +219,10 @@ func (fs *FS) scan(ctx context.Context, start int, paths []string) (int, hit, in
 		case i < 0:
 			return 0, hit{}, 0, fmt.Errorf("%s: %w", strings.Join(paths, ", "), ErrNotFound)
 		case found:
-			return i, cands[i].hit, l, nil
+			return i, cands[i].hit, cands[i].layer, nil
 		}
-		// A candidate found in this layer behind one still pending keeps its hit: the
-		// pending one may be found lower, else it wins.
+		// A candidate found here behind one still pending keeps its hit: the pending
+		// one may be found lower, else this one wins.
 	}
 	for i, c := range cands {
 		if c.hit.kind != hitNone {

@@ -188,3 +188,16 @@ func TestFindCompressions(t *testing.T) {
 		}
 	}
 }
+
+// TestFindHardLinkBehindPendingCandidate: a hard link found in an upper layer for a
+// later PATH entry is followed in its own layer, once the earlier entry is known absent.
+func TestFindHardLinkBehindPendingCandidate(t *testing.T) {
+	base := gzipped(t, tarOf(t, entry{"usr/bin/tool", "old"}))
+	mid := gzipped(t, tarOf(t, entry{"usr/local/bin/.wh.tool", ""}))
+	top := gzipped(t, tarOf(t, entry{"opt/real", "new"}, entry{"usr/bin/tool => opt/real", ""}))
+	layers, _ := stack(base, mid, top)
+	f, err := New(layers, Options{}).Find(context.Background(), "/usr/local/bin/tool", "/usr/bin/tool")
+	if err != nil || string(f.Prefix) != "new" || f.Layer != 2 || f.Path != "/usr/bin/tool" {
+		t.Errorf("got %+v, %v; want /usr/bin/tool -> /opt/real from layer 2", f, err)
+	}
+}

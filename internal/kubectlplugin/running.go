@@ -10,10 +10,10 @@ import (
 	"strings"
 
 	"golang.org/x/sync/errgroup"
-	"k8s.io/cli-runtime/pkg/genericiooptions"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/archfilter/archfilter/pkg/misplaced"

@@ -271,7 +271,8 @@ func printRunning(w io.Writer, format outputFormat, v *runningView) error {
 	return nil
 }
 
-// printRunningTable prints the findings grouped by workload, then a total.
+// printRunningTable prints the findings grouped by workload: a workload, and a
+// pod with several findings, is named on its first row only.
 func printRunningTable(w io.Writer, v *runningView) {
 	if len(v.Findings) == 0 {
 		writeLine(w, "No bound pod is on a node that cannot run it (%d checked).", v.Pods)
@@ -279,14 +280,16 @@ func printRunningTable(w io.Writer, v *runningView) {
 	}
 	tw := newTable(w)
 	fmt.Fprintln(tw, "WORKLOAD\tPOD\tNODE\tFINDING\tCONTAINER\tWHY")
-	prev := ""
-	for _, r := range v.Findings {
-		workload := r.Kind + "/" + r.Namespace + "/" + r.Name
-		cell := workload
-		if workload == prev {
-			cell = ""
+	var prev runningRow
+	for i, r := range v.Findings {
+		workload, pod, node := r.Kind+"/"+r.Namespace+"/"+r.Name, r.Pod, r.Node+" ("+cmp.Or(r.NodePlatform, "unknown")+")"
+		if i > 0 && r.Kind == prev.Kind && r.Namespace == prev.Namespace && r.Name == prev.Name {
+			workload = ""
+			if r.Pod == prev.Pod {
+				pod, node = "", ""
+			}
 		}
-		prev = workload
+		prev = r
 		why := r.Evidence
 		if r.Finding == string(misplaced.NodeCannotRun) && r.Image != "" {
 			why = r.Image + " runs on " + r.ImagePlatforms
@@ -294,10 +297,9 @@ func printRunningTable(w io.Writer, v *runningView) {
 		if r.Skipped != "" {
 			why += " (not in archfilter's scope: " + r.Skipped + ")"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s (%s)\t%s\t%s\t%s\n", cell, r.Pod, r.Node, cmp.Or(r.NodePlatform, "unknown"), r.Finding, orNone(r.Container), why)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", workload, pod, node, r.Finding, cmp.Or(r.Container, "-"), why)
 	}
 	_ = tw.Flush()
-	writeLine(w, "%d of %d bound pods are on a node that cannot run them.", misplacedPods(v), v.Pods)
 }
 
 // runningErrors prints what could not be checked, as the other commands print

@@ -75,6 +75,8 @@ const (
 	blockedRetry = 30 * time.Second
 	retryBase    = time.Second
 	retryMax     = 5 * time.Minute
+	// unresolvedRetry is when a pod whose images did not resolve is checked again.
+	unresolvedRetry = 5 * time.Minute
 )
 
 // Credentials gives the credentials a pod's images may be pulled with.
@@ -245,8 +247,10 @@ func (h *Healer) sync(ctx context.Context, key string) (time.Duration, error) {
 	if len(r.Findings) == 0 {
 		h.forget(key)
 		if len(r.Unresolved) > 0 {
-			// Judged again once the registries answer (their failures are cached).
-			return 0, fmt.Errorf("images of pod %s not resolved: %s", key, strings.Join(r.Unresolved, ", "))
+			// Judged again later, when the resolver's cached failures may have
+			// expired; quietly: the placement controller reports resolution errors.
+			klog.FromContext(ctx).V(4).Info("Images of a bound pod not resolved; checked again later", "pod", klog.KObj(pod), "images", r.Unresolved, "after", unresolvedRetry)
+			return unresolvedRetry, nil
 		}
 		return 0, nil
 	}

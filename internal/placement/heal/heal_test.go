@@ -149,7 +149,12 @@ func TestReport(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	f := newFixture(t, ctx, ModeReport, 0,
 		node("amd-1", "amd64"), node("arm-1", "arm64"),
-		pod("api-1", "amd-1", "arm", "ReplicaSet"), pod("api-2", "arm-1", "arm", "ReplicaSet"), pod("web-1", "amd-1", "multi", "ReplicaSet"))
+		pod("api-1", "amd-1", "arm", "ReplicaSet"), pod("api-2", "arm-1", "arm", "ReplicaSet"), pod("web-1", "amd-1", "multi", "ReplicaSet"),
+		pod("gone-1", "amd-1", "missing", "ReplicaSet"))
+	// An image that does not resolve: no finding, checked again later.
+	if retry, err := f.h.sync(ctx, "shop/gone-1"); err != nil || retry != unresolvedRetry {
+		t.Errorf("unresolved image: retry %v, err %v; want a retry in %v", retry, err, unresolvedRetry)
+	}
 	for _, key := range []string{"shop/api-1", "shop/api-2", "shop/web-1", "shop/api-1"} {
 		if _, err := f.h.sync(ctx, key); err != nil {
 			t.Fatalf("%s: %v", key, err)

@@ -67,6 +67,8 @@ type reportView struct {
 	Totals    map[string]int `json:"totals"` // node platform → workloads that can run there
 	// NewerTags are the searches for a newer tag of each image that blocks a platform.
 	NewerTags []newerTagView `json:"newerTags,omitempty"`
+	// Running lists the bound pods on a node that cannot run them (running.go).
+	Running *runningView `json:"running,omitempty"`
 }
 
 func newReportCommand(kube *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
@@ -75,6 +77,7 @@ func newReportCommand(kube *genericclioptions.ConfigFlags, streams genericioopti
 		dec           decisionFlags
 		output        string
 		allNamespaces bool
+		running       bool
 	)
 	cmd := &cobra.Command{
 		Use:   "report",
@@ -87,11 +90,21 @@ are judged as archfilter judges them under --args: one it leaves alone without r
 its images (archfilter.io/skip, an excluded or unselected namespace) is listed as not
 checked; a declared archfilter.io/platforms annotation stands for its images.
 
-Exit status: 2 when an image could not be resolved (its error is printed, the other
-workloads are still reported), else 1 when a workload runs on none of the cluster's
-node platforms; 0 otherwise.`,
+A second section lists the pods already bound to a node that cannot run them (as
+--running does, below the table; in JSON and YAML under "running"; not in CSV).
+
+--running reports only those pods: bound pods whose node's platform is not among
+their images' platforms (or their archfilter.io/platforms), and containers that
+failed with "exec format error" by their status or an event, grouped by the workload
+that owns them, with the node and the image (docs/kubectl-plugin.md).
+
+Exit status: 2 when an image could not be resolved or something could not be read
+(its error is printed, the other workloads are still reported), else 1 when a
+workload runs on none of the cluster's node platforms or a pod is on a node that
+cannot run it; 0 otherwise.`,
 		Example: `  kubectl archfilter report -A
-  kubectl archfilter report -n shop -o csv > shop.csv`,
+  kubectl archfilter report -n shop -o csv > shop.csv
+  kubectl archfilter report --running -A`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkOutput(output, outputTable, outputJSON, outputYAML, outputCSV); err != nil {
@@ -104,22 +117,34 @@ node platforms; 0 otherwise.`,
 			if allNamespaces {
 				ns = metav1.NamespaceAll
 			}
+			if running {
+				return reportRunning(cmd.Context(), streams, client, ns, &reg, dc, outputFormat(output))
+			}
 			v, err := buildReport(cmd.Context(), client, ns, &reg, dc, progressWriter(streams.ErrOut))
 			if err != nil {
 				return err
 			}
+			if v.Running, err = buildRunning(cmd.Context(), client, ns, &reg, dc); err != nil {
+				return err
+			}
 			if err := printReport(streams.Out, outputFormat(output), v); err != nil {
 				return err
+			}
+			if output == string(outputTable) && len(v.Running.Findings) > 0 {
+				writeLine(streams.Out, "")
+				printRunningTable(streams.Out, v.Running)
 			}
 			for _, row := range v.Workloads {
 				for _, e := range row.errs {
 					writeLine(streams.ErrOut, "error: %s/%s/%s: %s", row.Kind, row.Namespace, row.Name, e)
 				}
 			}
-			return reportStatus(v)
+			runningErrors(streams.ErrOut, v.Running)
+			return worstStatus(reportStatus(v), runningStatus(v.Running))
 		},
 	}
 	cmd.Flags().BoolVarP(&allNamespaces, "all-namespaces", "A", false, "report the workloads of every namespace")
+	cmd.Flags().BoolVar(&running, "running", false, "report only the bound pods on a node that cannot run them (node platform not among their images', or exec format error)")
 	reg.add(cmd)
 	addNewerTagsFlag(cmd, &reg)
 	dec.add(cmd)

@@ -39,7 +39,10 @@ const (
 // created: none stays gated. helm uninstall's hook Job, from the companion's
 // image on the real node, removes the webhook and the gate of a pod still
 // gated, and leaves nothing of the mode behind. Also runs the k8s1.34
-// flavour's image on the real node (its --version).
+// flavour's image on the real node (its --version). Before the install, a
+// Deployment's arm64-only pod the default scheduler put on the real node is
+// found by kubectl archfilter report --running; the companion
+// (--misplaced=evict) evicts it and its replacement lands on an arm64 node.
 func TestPlacementChart(t *testing.T) {
 	e := getenv(t)
 	helm, placementImage, k8s134Image := os.Getenv("E2E_NODE_HELM"), os.Getenv("E2E_NODE_PLACEMENT_IMAGE"), os.Getenv("E2E_NODE_K8S134_IMAGE")
@@ -77,6 +80,11 @@ func TestPlacementChart(t *testing.T) {
 	if _, err := cs.CoreV1().ConfigMaps("kube-system").Create(ctx, caCM, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
+	// Before the install: a Deployment the default scheduler put on the amd64
+	// node with an arm64-only image, found by kubectl archfilter report --running.
+	oldPod := createMisplaced(ctx, t, cs, e, arm64Ref)
+	reportRunning(ctx, t, e, oldPod, arm64Ref)
+
 	valuesFile := writeValues(t, e, work)
 	helmRun(ctx, t, e, helm, "install", release, filepath.Join(framework.RepoRoot(), "charts", "archfilter"), "-n", "kube-system",
 		"-f", valuesFile, "--wait", "--timeout", "4m")
@@ -86,6 +94,15 @@ func TestPlacementChart(t *testing.T) {
 
 	rows = append(rows, chartPodRows(ctx, t, cs, e)...)
 	webhookGates(ctx, t, cs)
+
+	t.Run("a misplaced pod found, evicted and placed again on an arm64 node", func(t *testing.T) {
+		now, events := waitHealed(ctx, t, cs, oldPod)
+		rows = append(rows,
+			row{oldPod.Name, "hello-arm64", platformsOf(arm64Only), "default-scheduler (before the install)", oldPod.Spec.NodeName,
+				nodeArch(ctx, cs, oldPod.Spec.NodeName), "exec format error; report --running: node-cannot-run, exec-format-error; evicted (" + fmt.Sprint(len(events)) + " events)"},
+			row{now.Name, "hello-arm64", platformsOf(arm64Only), "default-scheduler + placement", now.Spec.NodeName,
+				nodeArch(ctx, cs, now.Spec.NodeName), "the replacement, placed again " + decisionOf(t, now)})
+	})
 
 	if err := framework.ResetNamespace(ctx, cs, placementNS); err != nil {
 		t.Fatal(err)
@@ -323,6 +340,7 @@ func writeValues(t *testing.T, e env, dir string) string {
 		},
 		"placement": map[string]any{
 			"enabled":           true,
+			"misplaced":         map[string]any{"mode": "evict"},
 			"image":             map[string]any{"repository": placeRepo, "digest": placeDigest},
 			"nodeSelector":      onNode,
 			"env":               env,

@@ -248,6 +248,32 @@ func TestRenderPlacement(t *testing.T) {
 			},
 		},
 		{
+			name:   "misplaced pods evicted: the flags, and the Eviction API in the ClusterRole",
+			values: "placement: {enabled: true, misplaced: {mode: evict, evictionsPerMinute: 0.5}}",
+			check: func(t *testing.T, r placementRender) {
+				for flag, want := range map[string]string{"--misplaced": "evict", "--misplaced-evictions-per-minute": "0.5"} {
+					if r.flags[flag] != want {
+						t.Errorf("%s=%q, want %q", flag, r.flags[flag], want)
+					}
+				}
+				if !grantsEviction(r.objs) {
+					t.Error("the ClusterRole does not grant pods/eviction create")
+				}
+			},
+		},
+		{
+			name:   "misplaced pods reported: no eviction granted",
+			values: "placement: {enabled: true, misplaced: {mode: report}}",
+			check: func(t *testing.T, r placementRender) {
+				if r.flags["--misplaced"] != "report" {
+					t.Errorf("--misplaced=%q, want report", r.flags["--misplaced"])
+				}
+				if grantsEviction(r.objs) {
+					t.Error("pods/eviction granted without mode evict")
+				}
+			},
+		},
+		{
 			name:   "cert-manager with a CA of the release's own",
 			values: "placement: {enabled: true, certificates: {source: cert-manager}}",
 			opts:   renderOpts{apiVersions: certManagerAPIs},
@@ -683,4 +709,17 @@ func TestPlacementMatchesOverlay(t *testing.T) {
 			t.Errorf("webhook Service port %v, overlay's %v", s.Spec.Ports[0], ws)
 		}
 	}
+}
+
+// grantsEviction reports whether a ClusterRole of objs lets its subject create
+// pods/eviction.
+func grantsEviction(objs []k8sruntime.Object) bool {
+	for _, role := range of[*rbacv1.ClusterRole](objs) {
+		for _, rule := range role.Rules {
+			if slices.Contains(rule.Resources, "pods/eviction") && slices.Contains(rule.Verbs, "create") {
+				return true
+			}
+		}
+	}
+	return false
 }

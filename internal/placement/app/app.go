@@ -40,6 +40,7 @@ import (
 	"github.com/archfilter/archfilter/apis/config"
 	"github.com/archfilter/archfilter/internal/placement/certs"
 	"github.com/archfilter/archfilter/internal/placement/controller"
+	"github.com/archfilter/archfilter/internal/placement/heal"
 	"github.com/archfilter/archfilter/internal/placement/metrics"
 	"github.com/archfilter/archfilter/internal/placement/webhook"
 	"github.com/archfilter/archfilter/pkg/decision"
@@ -204,6 +205,16 @@ func Run(ctx context.Context, o *Options) error {
 		return err
 	}
 
+	run := ctrl.Run
+	if mode, _ := heal.ParseMode(o.Misplaced); mode != heal.ModeOff {
+		h, err := heal.New(heal.Options{Client: client, Informers: factory, Resolver: rc.Resolver, Credentials: rc.Credentials,
+			Recorder: recorder, Settings: settings, Namespaces: namespaces, Mode: mode, EvictionsPerMinute: o.EvictionsPerMinute})
+		if err != nil {
+			return err
+		}
+		run = runBoth(ctrl.Run, h.Run)
+	}
+
 	live := newControllerLiveness(clock.RealClock{})
 	mux := http.NewServeMux()
 	mux.Handle(webhook.Path, &webhook.Handler{
@@ -236,7 +247,7 @@ func Run(ctx context.Context, o *Options) error {
 	defer factory.Shutdown()
 	if o.LeaderElect {
 		go live.watchLease(ctx, client, o.Namespace, o.LeaseName, leaseDuration, leaseRetryPeriod)
-		released, err := o.runLeading(ctx, client, recorder, live.wrap(ctrl.Run), errc)
+		released, err := o.runLeading(ctx, client, recorder, live.wrap(run), errc)
 		if err != nil {
 			return err
 		}
@@ -244,7 +255,7 @@ func Run(ctx context.Context, o *Options) error {
 		// over at once rather than after the lease duration.
 		defer func() { cancel(); <-released }()
 	} else {
-		go func() { errc <- live.wrap(ctrl.Run)(ctx) }()
+		go func() { errc <- live.wrap(run)(ctx) }()
 	}
 	logger.Info("Placement mode running", "webhook", addr, "webhookConfiguration", reg.Name, "maxGated", o.MaxGated, "failurePolicy", args.FailurePolicy)
 
@@ -483,4 +494,23 @@ func (o *Options) runLeading(ctx context.Context, client kubernetes.Interface, r
 		le.Run(ctx)
 	}()
 	return released, nil
+}
+
+// runBoth runs the placement controller and the watch on bound pods together,
+// while leading: it returns when both have, with the first error; an error of
+// one stops the other.
+func runBoth(ctrl, watch func(context.Context) error) func(context.Context) error {
+	return func(ctx context.Context) error {
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		errs := make(chan error, 2)
+		for _, run := range []func(context.Context) error{ctrl, watch} {
+			go func() {
+				err := run(ctx)
+				cancel()
+				errs <- err
+			}()
+		}
+		return errors.Join(<-errs, <-errs)
+	}
 }

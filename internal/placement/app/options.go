@@ -17,6 +17,7 @@ import (
 
 	"github.com/archfilter/archfilter/apis/config"
 	"github.com/archfilter/archfilter/apis/config/argsfile"
+	"github.com/archfilter/archfilter/internal/placement/heal"
 	"github.com/archfilter/archfilter/pkg/decision"
 )
 
@@ -43,6 +44,9 @@ type Options struct {
 	StopDeployment     string
 	LeaderElect        bool
 	LeaseName          string
+	// Misplaced is --misplaced (off, report, evict), EvictionsPerMinute its rate limit.
+	Misplaced          string
+	EvictionsPerMinute float64
 
 	// RestConfig, when set, is used instead of --kubeconfig (tests).
 	RestConfig *rest.Config
@@ -66,6 +70,8 @@ func NewOptions() *Options {
 		Workers:            4,
 		SkipSchedulerNames: []string{"archfilter-scheduler"},
 		LeaseName:          "archfilter-placement",
+		Misplaced:          string(heal.ModeOff),
+		EvictionsPerMinute: 2,
 	}
 }
 
@@ -90,6 +96,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&o.SkipSchedulerNames, "skip-scheduler-names", o.SkipSchedulerNames, "pods naming one of these schedulers are not gated (they run ArchFilter already)")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "run the controller only in the replica holding the Lease --lease-name in --namespace (every replica serves the webhook)")
 	fs.StringVar(&o.LeaseName, "lease-name", o.LeaseName, "the Lease --leader-elect uses")
+	fs.StringVar(&o.Misplaced, "misplaced", o.Misplaced, "bound pods on a node that cannot run them (the node's platform is not among their images', or exec format error): off; report (an ArchFilterMisplaced event on the pod and the archfilter_placement_misplaced_pods gauge); evict (and evict those a controller other than a DaemonSet recreates, through the Eviction API, so that they are placed again); run by the leader only")
+	fs.Float64Var(&o.EvictionsPerMinute, "misplaced-evictions-per-minute", o.EvictionsPerMinute, "with --misplaced=evict: the most pods evicted per minute (one at a time)")
 	fs.BoolVar(&o.RemoveGates, "remove-gates", o.RemoveGates, "uninstall: delete the webhook configuration, remove the gate from every pod, exit")
 	fs.StringVar(&o.StopDeployment, "stop-deployment", o.StopDeployment, "with --remove-gates (an installer's uninstall): first scale this Deployment in --namespace (the companion's own) to zero and wait until its pods are gone, so that no replica re-creates the webhook configuration; last delete the Lease --lease-name and the --cert-secret the companion wrote")
 }
@@ -101,6 +109,13 @@ func (o *Options) Validate() error {
 	}
 	if o.CertSecretExternal && o.CertSecret == "" {
 		return fmt.Errorf("--cert-secret-external needs --cert-secret (the Secret cert-manager writes)")
+	}
+	mode, err := heal.ParseMode(o.Misplaced)
+	if err != nil {
+		return err
+	}
+	if mode == heal.ModeEvict && o.EvictionsPerMinute <= 0 {
+		return fmt.Errorf("--misplaced-evictions-per-minute %v: must be positive with --misplaced=evict", o.EvictionsPerMinute)
 	}
 	if o.StopDeployment != "" && !o.RemoveGates {
 		return fmt.Errorf("--stop-deployment %s: only with --remove-gates", o.StopDeployment)

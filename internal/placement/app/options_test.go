@@ -129,6 +129,10 @@ func TestValidate(t *testing.T) {
 		{name: "external certificate without a Secret", set: func(o *Options) { o.CertSecretExternal, o.CertSecret = true, "" }, wantErr: "--cert-secret-external needs --cert-secret"},
 		{name: "stop a Deployment without uninstalling", set: func(o *Options) { o.StopDeployment = "archfilter-placement" }, wantErr: "--stop-deployment"},
 		{name: "stop a Deployment when uninstalling", set: func(o *Options) { o.StopDeployment, o.RemoveGates = "archfilter-placement", true }},
+		{name: "misplaced pods evicted", set: func(o *Options) { o.Misplaced = "evict" }},
+		{name: "an unknown misplaced mode", set: func(o *Options) { o.Misplaced = "on" }, wantErr: `--misplaced "on"`},
+		{name: "evictions without a rate", set: func(o *Options) { o.Misplaced, o.EvictionsPerMinute = "evict", 0 }, wantErr: "--misplaced-evictions-per-minute"},
+		{name: "no rate needed to report", set: func(o *Options) { o.Misplaced, o.EvictionsPerMinute = "report", 0 }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := NewOptions()

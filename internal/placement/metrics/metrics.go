@@ -1,6 +1,7 @@
 // Package metrics holds the placement mode's metrics: pods gated by the
 // webhook (or admitted ungated when no controller runs), how long they stayed gated, affinity written and pods released
-// without affinity (fail-open).
+// without affinity (fail-open); bound pods on a node that cannot run them, and
+// their evictions (--misplaced).
 package metrics
 
 import (
@@ -20,6 +21,14 @@ const (
 	OutcomeRejected        = "rejected"
 	OutcomeUnmergeable     = "unmergeable"
 	OutcomeUninstalled     = "uninstalled"
+)
+
+// Results of an eviction of a misplaced pod, the values of MisplacedEvictions'
+// result label.
+const (
+	EvictionEvicted = "evicted"
+	EvictionBlocked = "blocked"
+	EvictionFailed  = "failed"
 )
 
 var (
@@ -70,11 +79,30 @@ var (
 	}, []string{"reason"})
 )
 
+// The watch on bound pods (--misplaced report|evict).
+var (
+	// MisplacedPods is the number of bound pods found on a node that cannot
+	// run them, by kind of finding.
+	MisplacedPods = metrics.NewGaugeVec(&metrics.GaugeOpts{
+		Subsystem:      subsystem,
+		Name:           "misplaced_pods",
+		Help:           "Bound pods on a node that cannot run them, by kind of finding (node-cannot-run: the node's platform is not among their images'; exec-format-error: a container failed with exec format error).",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"kind"})
+	// MisplacedEvictions counts evictions of misplaced pods, by result.
+	MisplacedEvictions = metrics.NewCounterVec(&metrics.CounterOpts{
+		Subsystem:      subsystem,
+		Name:           "misplaced_evictions_total",
+		Help:           "Evictions of misplaced pods (--misplaced=evict), by result (evicted, blocked: a PodDisruptionBudget refused it for now, failed).",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"result"})
+)
+
 var registerOnce sync.Once
 
 // Register adds the metrics to the legacy registry, once.
 func Register() {
 	registerOnce.Do(func() {
-		legacyregistry.MustRegister(PodsGated, NotGated, GatedSeconds, AffinityWritten, FailOpen, MaxGatedSeconds)
+		legacyregistry.MustRegister(PodsGated, NotGated, GatedSeconds, AffinityWritten, FailOpen, MaxGatedSeconds, MisplacedPods, MisplacedEvictions)
 	})
 }

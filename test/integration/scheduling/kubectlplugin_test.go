@@ -67,6 +67,7 @@ func TestKubectlPlugin(t *testing.T) {
 	img := pushShopImages(t)
 	c := startClusterWith(t, "failurePolicy: Fail\nresolveTimeout: 5s", "", func(ctx context.Context, cs clientset.Interface) {
 		createShop(t, ctx, cs, img)
+		createMisplaced(t, ctx, cs, img)
 	})
 	kubeconfig := writeKubeconfig(t, c.config)
 	// The scheduler has decided about checkout once it says why it cannot place it.
@@ -123,6 +124,9 @@ func TestKubectlPlugin(t *testing.T) {
 		{"why", noCredentials, []string{"why", "-n", shop, "checkout"}, kubectlplugin.ExitFailed},
 		{"report", noCredentials, []string{"report", "-n", shop}, kubectlplugin.ExitInputError},
 		{"report-csv", noCredentials, []string{"report", "-n", shop, "-o", "csv"}, kubectlplugin.ExitInputError},
+		// Pods the default scheduler placed before archfilter was installed.
+		{"report-running", noCredentials, []string{"report", "--running", "-n", billing}, kubectlplugin.ExitFailed},
+		{"report-running-csv", noCredentials, []string{"report", "--running", "-n", billing, "-o", "csv"}, kubectlplugin.ExitFailed},
 	} {
 		r := k.run(t, g.dockerConfig, g.args...)
 		if r.code != g.want {
@@ -225,6 +229,31 @@ func TestKubectlPlugin(t *testing.T) {
 		}
 		if diff := cmp.Diff(map[string]int{"linux/amd64": 2, "linux/arm64": 2}, report.Totals); diff != "" {
 			t.Errorf("totals (-want,+got):\n%s", diff)
+		}
+	})
+
+	t.Run("report: the running section", func(t *testing.T) {
+		r := k.run(t, noCredentials, "report", "-n", billing, "-o", "json")
+		var report struct {
+			Running struct {
+				Pods     int
+				Findings []struct{ Kind, Name, Pod, Node, Finding string }
+			}
+		}
+		if err := json.Unmarshal([]byte(r.stdout), &report); err != nil {
+			t.Fatalf("%v\n%s", err, r.transcript)
+		}
+		var got []string
+		for _, f := range report.Running.Findings {
+			got = append(got, strings.Join([]string{f.Kind, f.Name, f.Pod, f.Node, f.Finding}, " "))
+		}
+		want := []string{
+			"Deployment invoices invoices-6b7c9-k2x4q arm-1 node-cannot-run",
+			"Deployment invoices invoices-6b7c9-k2x4q arm-1 exec-format-error",
+			"Job reindex reindex-8fz2m arm-2 exec-format-error",
+		}
+		if diff := cmp.Diff(want, got); diff != "" || report.Running.Pods != 2 || r.code != kubectlplugin.ExitFailed {
+			t.Errorf("want exit status 1, 2 pods checked, findings (-want,+got):\n%s\n%s", diff, r.transcript)
 		}
 	})
 

@@ -8,8 +8,9 @@
 #
 # Each scan's JSON output is kept in the tools
 # cache, keyed by everything that determines it (govulncheck, database, Go
-# toolchain, every .go and module file of the tree): an unchanged tree is not
-# scanned again, by any clone.
+# toolchain, the module files and the Go files of this module that the
+# scanned commands build from): an unchanged tree is not scanned again, by any
+# clone.
 #
 #   hack/vuln/check.sh            scan (or reuse) and judge
 #   VULN_TODAY=YYYY-MM-DD         judge expiry against that day instead of today
@@ -51,26 +52,37 @@ build_scan() {
 # (grep -c reads it all: grep -q would stop gzip early, which pipefail reports.)
 verify_scan() { (($(gzip -dc "$1/scan.json.gz" | grep -c '"scan_level": *"symbol"') > 0)); }
 
-# The tree's Go sources and module files, hashed (tracked and untracked, as they are on disk).
-tree_key() {
-  git ls-files -co --exclude-standard -- '*.go' go.mod go.sum go.k8s1.34.mod go.k8s1.34.sum |
-    LC_ALL=C sort | xargs sha256sum | sha256sum | cut -c1-16
+# sources_key FLAVOUR: the hash of what a scan of FLAVOUR reads from this
+# tree: the module files and the Go files (tests excluded) of this module's
+# packages among the scanned commands' dependencies. A change to a test,
+# hack/ or docs reuses the last scan.
+sources_key() {
+  local flavour=$1 flags=() pkgs=("${MAIN_PKGS[@]}")
+  if [[ $flavour == k8s1.34 ]]; then
+    flags=(-modfile=go.k8s1.34.mod -tags=k8s1.34)
+    pkgs=("${K8S134_PKGS[@]}")
+  fi
+  {
+    sha256sum go.mod go.sum go.k8s1.34.mod go.k8s1.34.sum
+    go list "${flags[@]}" -deps -f '{{if and .Module .Module.Main}}{{$d := .Dir}}{{range .GoFiles}}{{$d}}/{{.}}
+{{end}}{{range .EmbedFiles}}{{$d}}/{{.}}
+{{end}}{{end}}' "${pkgs[@]}" | grep . | LC_ALL=C sort | xargs sha256sum | sed "s#$ROOT/##"
+  } | sha256sum | cut -c1-16
 }
 
 start=$(date +%s)
-tree=$(tree_key)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 args=()
 # One after the other: a scan holds about 5 GB (the whole program's SSA).
 for flavour in main k8s1.34; do
-  key=$(tool_key "vulnscan-$flavour" "$tree" "$(go_key)" "govulncheck=$GOVULNCHECK_BIN" "db=$VULNDB_DIR" \
+  key=$(tool_key "vulnscan-$flavour" "$(sources_key "$flavour")" "$(go_key)" "govulncheck=$GOVULNCHECK_BIN" "db=$VULNDB_DIR" \
     "$(declare -f build_scan)" "pkgs=${MAIN_PKGS[*]} ${K8S134_PKGS[*]}")
   dir=$(tool_dir "$key")
   if tool_cached "$dir"; then
     info "govulncheck of the $flavour flavour: this tree's scan, from the tools cache"
   fi
-  cached_build "$key" "govulncheck of the $flavour flavour (about a minute)" verify_scan build_scan "$flavour"
+  cached_build "$key" "govulncheck of the $flavour flavour" verify_scan build_scan "$flavour"
   gzip -dc "$dir/scan.json.gz" >"$work/$flavour.json"
   args+=("$flavour=$work/$flavour.json")
 done

@@ -125,11 +125,16 @@ func Parse(r io.Reader) (*Result, error) {
 			if l > level[f.OSV] {
 				level[f.OSV] = l
 			}
-			if _, seen := reach[f.OSV]; l == 3 && !seen {
-				reach[f.OSV] = Finding{
+			if l == 3 {
+				c := Finding{
 					ID: f.OSV, Module: f.Trace[0].Module, FoundIn: f.Trace[0].Version,
 					FixedIn: f.FixedVersion, Symbol: f.Trace[0].String(),
 					Entry: f.Trace[len(f.Trace)-1].String(), Depth: len(f.Trace),
+				}
+				// govulncheck's order varies between runs: keep the shortest
+				// example, the same one every time.
+				if prev, seen := reach[f.OSV]; !seen || before(c, prev) {
+					reach[f.OSV] = c
 				}
 			}
 		}
@@ -154,4 +159,18 @@ func Parse(r io.Reader) (*Result, error) {
 	}
 	sort.Slice(res.Reachable, func(i, j int) bool { return res.Reachable[i].ID < res.Reachable[j].ID })
 	return res, nil
+}
+
+// before orders examples of one vulnerability: shorter paths first.
+func before(a, b Finding) bool {
+	if a.Depth != b.Depth {
+		return a.Depth < b.Depth
+	}
+	if a.Module != b.Module {
+		return a.Module < b.Module
+	}
+	if a.Symbol != b.Symbol {
+		return a.Symbol < b.Symbol
+	}
+	return a.Entry < b.Entry
 }

@@ -31,9 +31,10 @@ func TestParse(t *testing.T) {
 		DBModified: time.Date(2026, 11, 5, 23, 49, 57, 0, time.UTC),
 		Reachable: []Finding{
 			{
+				// The shorter of its two call paths.
 				ID: "GO-2026-0001", Summary: "Called vulnerability in example.com/a", Module: "example.com/a",
-				FoundIn: "v1.1.0", FixedIn: "v1.2.0", Symbol: "example.com/a/p.*Parser.Parse",
-				Entry: "github.com/archfilter/archfilter/cmd/scheduler.main", Depth: 3,
+				FoundIn: "v1.1.0", FixedIn: "v1.2.0", Symbol: "example.com/a/p.Other",
+				Entry: "github.com/archfilter/archfilter/cmd/scheduler.main", Depth: 2,
 			},
 			{
 				ID: "GO-2026-0004", Summary: "Called vulnerability in the standard library", Module: "stdlib",

@@ -38,6 +38,7 @@ build_scan() {
       # which refuses a -modfile in GOFLAGS: a go of our own on PATH drops
       # -modfile from GOFLAGS for that call only.
       mkdir -p "$out/shim"
+      # shellcheck disable=SC2016 # the shim's own $GO111MODULE, $GOFLAGS, $@
       printf '#!/bin/sh\nif [ "$GO111MODULE" = off ]; then GOFLAGS=$(printf %%s "$GOFLAGS" | sed "s/-modfile=[^ ]*//g"); export GOFLAGS; fi\nexec %q "$@"\n' \
         "$(command -v go)" >"$out/shim/go"
       chmod +x "$out/shim/go"
@@ -64,6 +65,7 @@ sources_key() {
   fi
   {
     sha256sum go.mod go.sum go.k8s1.34.mod go.k8s1.34.sum
+    # shellcheck disable=SC2016 # a Go template
     go list "${flags[@]}" -deps -f '{{if and .Module .Module.Main}}{{$d := .Dir}}{{range .GoFiles}}{{$d}}/{{.}}
 {{end}}{{range .EmbedFiles}}{{$d}}/{{.}}
 {{end}}{{end}}' "${pkgs[@]}" | grep . | LC_ALL=C sort | xargs sha256sum | sed "s#$ROOT/##"

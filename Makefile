@@ -97,7 +97,7 @@ IMAGE_PLATFORMS ?= $(PLATFORMS)
 IMAGE_FLAVOURS  ?= main k8s1.34 placement
 PLACEMENT_IMAGE ?= $(patsubst %-scheduler,%,$(IMAGE))-placement
 .PHONY: image
-image: ## Build the multi-arch image of each flavour without a container engine and push it to $(IMAGE):$(VERSION)[-k8s1.34], and the placement companion's to $(PLACEMENT_IMAGE):$(VERSION) (IMAGE=registry/name, REGISTRY_CA=PEM for a private CA).
+image: ## Build the multi-arch image of each flavour without a container engine and push it, with each binary's SBOM attached (OCI referrer), to $(IMAGE):$(VERSION)[-k8s1.34], and the placement companion's to $(PLACEMENT_IMAGE):$(VERSION) (IMAGE=registry/name, REGISTRY_CA=PEM for a private CA).
 	IMAGE=$(IMAGE) PLACEMENT_IMAGE=$(PLACEMENT_IMAGE) VERSION=$(VERSION) GIT_COMMIT=$(GIT_COMMIT) BUILD_DATE=$(BUILD_DATE) \
 		IMAGE_PLATFORMS=$(IMAGE_PLATFORMS) IMAGE_FLAVOURS="$(IMAGE_FLAVOURS)" hack/image/image.sh
 
@@ -129,7 +129,7 @@ undeploy: ## Delete what make deploy applied (and the lease); refuses while pods
 	IMAGE=$(IMAGE) PLACEMENT_IMAGE=$(PLACEMENT_IMAGE) PLACEMENT_BIN=$(abspath $(BINARY_PLACEMENT)) VERSION=$(VERSION) OVERLAY=$(OVERLAY) hack/deploy/deploy.sh delete
 
 .PHONY: release
-release: ## VERSION=vX.Y.Z IMAGE=registry/name: the images (make image: both flavours and the placement companion), manifests pinned by digest, the Helm chart, kubectl-archfilter archives, SHA256SUMS into $(DIST)/.
+release: ## VERSION=vX.Y.Z IMAGE=registry/name: the images (make image: both flavours and the placement companion, with their SBOMs), manifests pinned by digest, the Helm chart, kubectl-archfilter archives, every binary's SBOM, SHA256SUMS into $(DIST)/.
 	IMAGE=$(IMAGE) PLACEMENT_IMAGE=$(PLACEMENT_IMAGE) VERSION=$(VERSION) GIT_COMMIT=$(GIT_COMMIT) BUILD_DATE=$(BUILD_DATE) DIST=$(abspath $(DIST)) hack/release/release.sh
 
 ##@ Test
@@ -148,7 +148,7 @@ TEST_STAGES    := test-unit-main test-unit-k8s1.34 verify test-race test-integra
 test: ## What CI runs: unit tests, verify, the race detector, integration (in-process control plane, real binaries), the Helm chart, e2e on local KWOK clusters and on a real node, Karpenter creating nodes (mode off and on), README's commands, benchmark smoke; then a table of what each stage cost.
 	@MAKE="$(MAKE)" hack/stage.sh all $(TEST_STAGES) -- TRIMPATH= GOTESTVET=-vet=off
 
-UNIT_PKGS      := ./apis/... ./cmd/... ./internal/... ./pkg/... ./hack/image/...
+UNIT_PKGS      := ./apis/... ./cmd/... ./internal/... ./pkg/... ./hack/image/... ./hack/sbom/...
 # The benchmark report's parsing, targets and smoke gates; not test/perf itself,
 # whose benchmarks are make bench's and bench-smoke's.
 UNIT_PKGS      += ./test/perf/benchreport/... ./test/perf/report/...
@@ -218,8 +218,20 @@ generate: ## Regenerate deepcopy, defaults and conversion code.
 	hack/update-codegen.sh
 
 .PHONY: verify
-verify: ## gofmt, go vet, go mod tidy and codegen must leave no diff.
+verify: ## gofmt, go vet, go mod tidy, codegen and the module graphs' SBOMs must leave no diff; govulncheck (offline, both flavours) finds nothing hack/vuln/allowlist.yaml does not explain.
 	hack/verify.sh
+
+.PHONY: sbom
+sbom: ## Regenerate hack/sbom/modules-{main,k8s1.34}.cdx.json, the CycloneDX SBOMs of both module graphs (after a change of go.mod or go.k8s1.34.mod).
+	hack/sbom/sbom.sh modules
+
+.PHONY: vulncheck
+vulncheck: ## govulncheck on both flavours against the pinned Go vulnerability database, offline, judged by hack/vuln/allowlist.yaml (part of make verify).
+	hack/vuln/check.sh
+
+.PHONY: vulndb-update
+vulndb-update: ## Pin the newest Go vulnerability database the module proxy serves (hack/vuln/vulndb.version) and run make vulncheck against it.
+	hack/vuln/update-db.sh
 
 .PHONY: clean
 clean: ## Remove build output.
@@ -270,7 +282,8 @@ e2e-faults: build-main build-placement ## Faults injected mid-burst on a local K
 		$(GO) test $(GOTESTVET) $(GOTESTFLAGS) -count=1 -timeout 45m -v ./test/faults/
 
 # The tools make test needs that are built from module graphs of their own, so
-# that the tests compile none of their packages: etcd, kwok, kustomize, the
+# that the tests compile none of their packages: etcd, kwok, kustomize,
+# govulncheck, cyclonedx-gomod and the Go vulnerability database, the
 # matrix's API servers of versions without a module file here, helm (from the
 # chart tests' module), Karpenter's provider; and the linux/arm64 compile of
 # make e2e-node's images. make test (hack/stage.sh) builds
@@ -281,6 +294,8 @@ e2e-faults: build-main build-placement ## Faults injected mid-burst on a local K
 .PHONY: tools-ahead
 tools-ahead: ## Build into the tools cache what make test needs from module graphs of their own (make test does it in the background).
 	hack/cluster/tools.sh etcd kwok kustomize
+	# make verify's govulncheck and database, and the SBOM generator (make image in e2e-node).
+	hack/cluster/tools.sh govulncheck vulndb cyclonedx-gomod
 	for v in $(sort $(foreach c,$(E2E_MATRIX),$(word 2,$(subst :, ,$(c))))); do \
 		case $$v in $(KUBE_VERSION)|$(KUBE_VERSION_K8S134)) continue ;; esac; \
 		KUBE_VERSION=$$v hack/cluster/tools.sh kube-apiserver; \

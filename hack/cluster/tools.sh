@@ -13,6 +13,11 @@
 #   kubelet, kubectl         KUBE_VERSION (a flavour's) from the flavour's module file (hack/node)
 #   kustomize                the version in go.mod's graph, `go install …@version` (test/e2e, charts)
 #   benchstat                `go install …@version` (make bench)
+#   govulncheck              `go install golang.org/x/vuln/cmd/govulncheck@version` (make verify)
+#   vulndb                   the Go vulnerability database of the golang.org/x/vulndb module
+#                            version in hack/vuln/vulndb.version, as the v1 layout that
+#                            `govulncheck -db file://…` reads (make verify; make vulndb-update)
+#   cyclonedx-gomod          `go install …@version`: the SBOMs (hack/sbom, make release, make image)
 #   helm                     the CLI of the Helm library the chart's tests use (the version in
 #                            charts/archfilter/test/go.mod, built from a copy of that module file;
 #                            make e2e-node installs the chart with it)
@@ -228,12 +233,47 @@ build_go_install() {
 verify_go_install() {
   local out=$1 name=$2 version=$4
   case $name in
-    kustomize) expect_version "$out/$name" "$version" "$out/$name" version || return 1 ;;
+    kustomize | cyclonedx-gomod) expect_version "$out/$name" "$version" "$out/$name" version || return 1 ;;
+    govulncheck) expect_version "$out/$name" "govulncheck@$version" "$out/$name" -version || return 1 ;;
     *) expect_help "$out/$name" "Usage" -h || return 1 ;;
   esac
   expect_version "$out/$name" "	$version	" go version -m "$out/$name"
 }
 go_install_key() { tool_key "$1" "$2" "$(go_key)" "$(declare -f build_go_install)"; }
+
+# --- the Go vulnerability database, offline ------------------------------------------------
+
+GOVULNCHECK_VERSION=${GOVULNCHECK_VERSION:-v1.9.0}
+CYCLONEDX_GOMOD_VERSION=${CYCLONEDX_GOMOD_VERSION:-v1.10.0}
+# The pinned database: make vulndb-update moves it to the newest the proxy serves.
+VULNDB_VERSION=${VULNDB_VERSION:-$(<"$ROOT/hack/vuln/vulndb.version")}
+
+# build_vulndb OUT VERSION: the module golang.org/x/vulndb VERSION holds every
+# report as OSV JSON (data/osv/GO-*.json); its own cmd/indexdb writes them as
+# the v1 database (index/db.json, index/modules.json, ID/GO-*.json) into
+# OUT/db. indexdb leaves the database's modified time zero: it is set to the
+# module version's commit time, which govulncheck then reports.
+build_vulndb() {
+  local out=$1 version=$2 info dir infofile modified
+  (cd "$out" && GOBIN="$out/bin" GOFLAGS='' CGO_ENABLED=0 $NICE go install -trimpath \
+    "golang.org/x/vulndb/cmd/indexdb@$version")
+  info=$(cd "$out" && GOFLAGS='' go mod download -json "golang.org/x/vulndb@$version")
+  dir=$(sed -n 's/.*"Dir": "\(.*\)",*/\1/p' <<<"$info")
+  infofile=$(sed -n 's/.*"Info": "\(.*\)",*/\1/p' <<<"$info")
+  [[ -d $dir/data/osv ]] || die "golang.org/x/vulndb@$version has no data/osv directory ($dir)"
+  modified=$(sed -n 's/.*"Time":"\([^"]*\)".*/\1/p' "$infofile")
+  [[ -n $modified ]] || die "no commit time in $infofile"
+  "$out/bin/indexdb" -vulns "$dir/data/osv" -out "$out/db"
+  printf '{"modified":"%s"}' "$modified" >"$out/db/index/db.json"
+  gzip -n -c "$out/db/index/db.json" >"$out/db/index/db.json.gz"
+  rm -rf "$out/bin"
+}
+verify_vulndb() {
+  [[ -s $1/db/index/modules.json && -s $1/db/index/vulns.json ]] || { warn "$1/db has no index"; return 1; }
+  grep -q '"modified":"2' "$1/db/index/db.json" || { warn "$1/db/index/db.json has no modified time"; return 1; }
+  compgen -G "$1/db/ID/GO-*.json" >/dev/null || { warn "$1/db/ID holds no report"; return 1; }
+}
+vulndb_key() { tool_key vulndb "$VULNDB_VERSION" "$(go_key)" "$(declare -f build_vulndb)"; }
 
 # --- helm: the CLI of the chart tests' Helm library ----------------------------------------
 
@@ -301,6 +341,23 @@ tool() { # tool NAME [--print]
       cached_build "$key" "benchstat $BENCHSTAT_VERSION" verify_go_install build_go_install \
         benchstat golang.org/x/perf/cmd/benchstat "$BENCHSTAT_VERSION"
       ;;
+    govulncheck)
+      key=$(go_install_key govulncheck "$GOVULNCHECK_VERSION")
+      [[ ${2:-} == --print ]] && { echo "GOVULNCHECK_BIN=$(tool_dir "$key")/govulncheck"; return; }
+      cached_build "$key" "govulncheck $GOVULNCHECK_VERSION" verify_go_install build_go_install \
+        govulncheck golang.org/x/vuln/cmd/govulncheck "$GOVULNCHECK_VERSION"
+      ;;
+    cyclonedx-gomod)
+      key=$(go_install_key cyclonedx-gomod "$CYCLONEDX_GOMOD_VERSION")
+      [[ ${2:-} == --print ]] && { echo "CYCLONEDX_GOMOD_BIN=$(tool_dir "$key")/cyclonedx-gomod"; return; }
+      cached_build "$key" "cyclonedx-gomod $CYCLONEDX_GOMOD_VERSION" verify_go_install build_go_install \
+        cyclonedx-gomod github.com/CycloneDX/cyclonedx-gomod/cmd/cyclonedx-gomod "$CYCLONEDX_GOMOD_VERSION"
+      ;;
+    vulndb)
+      key=$(vulndb_key)
+      [[ ${2:-} == --print ]] && { echo "VULNDB_DIR=$(tool_dir "$key")/db"; return; }
+      cached_build "$key" "the Go vulnerability database $VULNDB_VERSION" verify_vulndb build_vulndb "$VULNDB_VERSION"
+      ;;
     helm)
       local hv
       hv=$(helm_version)
@@ -312,7 +369,7 @@ tool() { # tool NAME [--print]
       [[ ${2:-} == --print ]] && { echo "SCHEDULER_BIN=$SCHEDULER_BIN"; return; }
       build_scheduler
       ;;
-    *) die "unknown tool $1 (etcd kube-apiserver kube-controller-manager kwok kubelet kubectl kustomize benchstat helm scheduler)" ;;
+    *) die "unknown tool $1 (etcd kube-apiserver kube-controller-manager kwok kubelet kubectl kustomize benchstat helm govulncheck vulndb cyclonedx-gomod scheduler)" ;;
   esac
 }
 

@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
 # Builds archfilter's multi-platform image of each flavour without a container
 # engine and pushes it: cross-compiles the scheduler per platform (make
-# build-FLAVOUR with GOOS/GOARCH), then hack/image (internal/ociimage) assembles
-# the OCI index and pushes it to $IMAGE:$VERSION (main line) and
+# build-FLAVOUR with GOOS/GOARCH) and writes each binary's CycloneDX SBOM
+# (hack/sbom/sbom.sh binary), then hack/image (internal/ociimage) assembles
+# the OCI index, whose entries name their SBOM's digest, pushes it to
+# $IMAGE:$VERSION (main line) and
 # $IMAGE:$VERSION-k8s1.34; the placement mode's companion likewise to
-# $PLACEMENT_IMAGE:$VERSION. `make image` runs it.
+# $PLACEMENT_IMAGE:$VERSION, and beside each index the SBOM artifact that
+# refers to it (OCI 1.1 subject: the referrers API, or the referrers tag
+# schema on registries without it). `make image` runs it.
 #
 # Environment (make image sets them):
 #   IMAGE            registry/name to push to, e.g. 127.0.0.1:5001/archfilter/archfilter-scheduler
@@ -52,7 +56,9 @@ for flavour in $IMAGE_FLAVOURS; do
     GOOS=$goos GOARCH=$goarch GOARM=$goarm $MAKE --no-print-directory "$target" \
       VERSION="$VERSION" GIT_COMMIT="$GIT_COMMIT" BUILD_DATE="$BUILD_DATE" \
       BINARY="$bin" BINARY_K8S134="$bin" BINARY_PLACEMENT="$bin" >/dev/null
-    args+=(--binary "$plat=$bin")
+    # The binary's SBOM, from the build information Go wrote into it.
+    hack/sbom/sbom.sh binary "$bin" "$tag" "$bin.cdx.json"
+    args+=(--binary "$plat=$bin" --sbom "$plat=$bin.cdx.json")
   done
   log "$flavour: image index $image:$tag"
   go run ./hack/image --image "$image:$tag" "${args[@]}" \
@@ -68,5 +74,6 @@ for flavour in $IMAGE_FLAVOURS; do
     --label "io.archfilter.flavour=$flavour" \
     ${REGISTRY_CA:+--registry-ca "$REGISTRY_CA"} \
     ${IMAGE_LAYOUT:+--layout "$IMAGE_LAYOUT/$flavour"} \
-    --digest-file "$OUT/$flavour/digest"
+    --digest-file "$OUT/$flavour/digest" \
+    --sbom-digest-file "$OUT/$flavour/sbom-digest"
 done

@@ -5,7 +5,12 @@
 //
 //	go run ./hack/image --image REGISTRY/NAME:TAG \
 //	    --binary linux/amd64=PATH --binary linux/arm64=PATH ... \
+//	    --sbom linux/amd64=PATH.cdx.json --sbom linux/arm64=PATH.cdx.json ... \
 //	    --label org.opencontainers.image.version=v1.2.3 --created 2026-11-24T10:00:00Z
+//
+// With --sbom (every platform's, or none), each index entry names its SBOM's
+// digest and an SBOM artifact referring to the index is pushed beside it
+// (internal/ociimage.SBOMArtifact).
 package main
 
 import (
@@ -44,7 +49,7 @@ func main() {
 
 func run(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("image", flag.ContinueOnError)
-	var binaries, labels listFlag
+	var binaries, labels, sboms listFlag
 	image := fs.String("image", "", "push the index to this reference (REGISTRY/NAME:TAG)")
 	layoutDir := fs.String("layout", "", "also write the index to this OCI layout directory")
 	entrypoint := fs.String("entrypoint", "/usr/local/bin/archfilter-scheduler", "where each binary is installed; the image's entrypoint")
@@ -54,6 +59,8 @@ func run(ctx context.Context, args []string) error {
 	digestFile := fs.String("digest-file", "", "write REFERENCE@DIGEST of the pushed index here")
 	fs.Var(&binaries, "binary", "OS/ARCH[/VARIANT]=PATH of one platform's binary (repeat per platform)")
 	fs.Var(&labels, "label", "KEY=VALUE label of every image and annotation of the index (repeatable)")
+	fs.Var(&sboms, "sbom", "OS/ARCH[/VARIANT]=PATH of one platform's CycloneDX SBOM (repeat per platform)")
+	sbomDigestFile := fs.String("sbom-digest-file", "", "write REFERENCE@DIGEST of the pushed SBOM artifact here")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -64,17 +71,32 @@ func run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	if err := addSBOMs(&spec, sboms); err != nil {
+		return err
+	}
 	idx, err := ociimage.Index(spec)
 	if err != nil {
 		return err
+	}
+	var sbomArtifact v1.Image
+	if len(sboms) > 0 {
+		if sbomArtifact, err = ociimage.SBOMArtifact(idx, spec); err != nil {
+			return err
+		}
 	}
 	digest, err := idx.Digest()
 	if err != nil {
 		return err
 	}
 	if *layoutDir != "" {
-		if _, err := layout.Write(*layoutDir, idx); err != nil {
+		p, err := layout.Write(*layoutDir, idx)
+		if err != nil {
 			return fmt.Errorf("writing layout %s: %w", *layoutDir, err)
+		}
+		if sbomArtifact != nil {
+			if err := p.AppendImage(sbomArtifact); err != nil {
+				return fmt.Errorf("writing the SBOM artifact to layout %s: %w", *layoutDir, err)
+			}
 		}
 		fmt.Fprintf(os.Stderr, "wrote %s to OCI layout %s\n", digest, *layoutDir)
 	}
@@ -89,14 +111,70 @@ func run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := remote.WriteIndex(ref, idx, remote.WithContext(ctx), remote.WithTransport(tr),
-		remote.WithAuthFromKeychain(authn.DefaultKeychain)); err != nil {
+	opts := []remote.Option{remote.WithContext(ctx), remote.WithTransport(tr), remote.WithAuthFromKeychain(authn.DefaultKeychain)}
+	if err := remote.WriteIndex(ref, idx, opts...); err != nil {
 		return fmt.Errorf("pushing %s (credentials: docker config of this user): %w", ref, err)
 	}
 	pushed := ref.Context().Digest(digest.String()).String()
 	fmt.Println(pushed)
 	if *digestFile != "" {
-		return os.WriteFile(*digestFile, []byte(pushed+"\n"), 0o644)
+		if err := os.WriteFile(*digestFile, []byte(pushed+"\n"), 0o644); err != nil {
+			return err
+		}
+	}
+	if sbomArtifact == nil {
+		return nil
+	}
+	// Pushed by digest: the registry lists it among the index's referrers, or
+	// remote.Write adds it to the referrers tag schema's index.
+	ad, err := sbomArtifact.Digest()
+	if err != nil {
+		return err
+	}
+	sbomRef := ref.Context().Digest(ad.String())
+	if err := remote.Write(sbomRef, sbomArtifact, opts...); err != nil {
+		return fmt.Errorf("pushing the SBOM artifact of %s: %w", pushed, err)
+	}
+	fmt.Fprintf(os.Stderr, "SBOMs of %s: %s\n", pushed, sbomRef)
+	if *sbomDigestFile != "" {
+		return os.WriteFile(*sbomDigestFile, []byte(sbomRef.String()+"\n"), 0o644)
+	}
+	return nil
+}
+
+// addSBOMs reads each --sbom OS/ARCH=PATH into the binary of that platform:
+// every platform's or none.
+func addSBOMs(s *ociimage.Spec, sboms []string) error {
+	if len(sboms) == 0 {
+		return nil
+	}
+	byPlatform := map[string][]byte{}
+	for _, a := range sboms {
+		plat, path, ok := strings.Cut(a, "=")
+		if !ok {
+			return fmt.Errorf("--sbom %q: want OS/ARCH[/VARIANT]=PATH", a)
+		}
+		p, err := v1.ParsePlatform(plat)
+		if err != nil {
+			return fmt.Errorf("--sbom %q: %w", a, err)
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return fmt.Errorf("--sbom %q: %w", a, err)
+		}
+		byPlatform[p.String()] = data
+	}
+	for i := range s.Binaries {
+		p := s.Binaries[i].Platform.String()
+		data, ok := byPlatform[p]
+		if !ok {
+			return fmt.Errorf("--sbom: none given for %s (give every platform's, or none)", p)
+		}
+		s.Binaries[i].SBOM = data
+		delete(byPlatform, p)
+	}
+	for p := range byPlatform {
+		return fmt.Errorf("--sbom %s: no --binary of that platform", p)
 	}
 	return nil
 }

@@ -11,6 +11,11 @@
 #     image.repository $IMAGE;
 #   - kubectl-archfilter_<version>_<os>_<arch>.tar.gz (+ .sha256) when
 #     cmd/kubectl-archfilter exists;
+#   - sbom/<binary>_<version>_<os>_<arch>.cdx.json: the CycloneDX SBOM of every
+#     binary released (each image's per platform, each kubectl-archfilter
+#     archive's), from the build information Go wrote into it
+#     (hack/sbom/sbom.sh binary); sbom/referrers.txt names the SBOM artifact
+#     pushed beside each image index (make image);
 #   - SHA256SUMS of every file.
 # It refuses a VERSION that is not a release tag (vMAJOR.MINOR.PATCH with an
 # optional -pre-release).
@@ -54,6 +59,22 @@ for flavour in main k8s1.34 placement; do
   digest[$flavour]=${ref##*@}
   [[ ${digest[$flavour]} =~ ^sha256:[0-9a-f]{64}$ ]] || die "$f: $ref has no sha256 digest"
   echo "$(flavour_image "$flavour"):$(flavour_tag "$flavour" "$VERSION")@${digest[$flavour]}" >>"$DIST/images.txt"
+  # The SBOMs make image wrote beside each platform's binary, and the artifact
+  # that attaches them to the index.
+  mkdir -p "$DIST/sbom"
+  f=$IMAGE_OUT/$flavour/sbom-digest
+  [[ -f $f ]] || die "$f missing: make image did not push the $flavour image's SBOM artifact"
+  echo "$(flavour_image "$flavour")@${digest[$flavour]} $(<"$f")" >>"$DIST/sbom/referrers.txt"
+  bin_name=archfilter-scheduler
+  [[ $flavour == placement ]] && bin_name=archfilter-placement
+  n=0
+  for sbom in "$IMAGE_OUT/$flavour"/*/"$bin_name.cdx.json"; do
+    [[ -f $sbom ]] || continue
+    plat=$(basename "$(dirname "$sbom")") # linux-amd64
+    cp "$sbom" "$DIST/sbom/${bin_name}_$(flavour_tag "$flavour" "$VERSION")_${plat//-/_}.cdx.json"
+    n=$((n + 1))
+  done
+  ((n > 0)) || die "no SBOM of the $flavour image's binaries in $IMAGE_OUT/$flavour"
 done
 
 # 2. Manifests, the image pinned by digest.
@@ -102,6 +123,7 @@ if [[ -d $ROOT/$CLI_PKG ]]; then
     tar --sort=name --owner=0 --group=0 --numeric-owner --mtime="$BUILD_DATE" \
       -C "$work/cli/$os-$arch" -cf - "${files[@]}" | gzip -n >"$DIST/$archive"
     (cd "$DIST" && sha256sum "$archive" >"$archive.sha256")
+    hack/sbom/sbom.sh binary "$work/cli/$os-$arch/$exe" "$VERSION" "$DIST/sbom/kubectl-archfilter_${VERSION}_${os}_${arch}.cdx.json"
   done
 else
   warn "$CLI_PKG does not exist: no kubectl-archfilter archives"

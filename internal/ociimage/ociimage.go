@@ -40,6 +40,10 @@ type File struct {
 type Binary struct {
 	Platform v1.Platform
 	File     File
+	// SBOM is the CycloneDX JSON SBOM of File, optional. The index's entry
+	// for the platform names its digest (SBOMDigestAnnotation), and
+	// SBOMArtifact attaches it to the index.
+	SBOM []byte
 }
 
 // Spec describes an image index.
@@ -81,10 +85,15 @@ func Index(s Spec) (v1.ImageIndex, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", p, err)
 		}
-		idx = mutate.AppendManifests(idx, mutate.IndexAddendum{
-			Add:        img,
-			Descriptor: v1.Descriptor{Platform: &p},
-		})
+		desc := v1.Descriptor{Platform: &p}
+		if len(b.SBOM) > 0 {
+			d, err := sbomDescriptor(b)
+			if err != nil {
+				return nil, err
+			}
+			desc.Annotations = map[string]string{SBOMDigestAnnotation: d.Digest.String()}
+		}
+		idx = mutate.AppendManifests(idx, mutate.IndexAddendum{Add: img, Descriptor: desc})
 	}
 	if len(s.Labels) > 0 {
 		idx = mutate.Annotations(idx, s.Labels).(v1.ImageIndex)

@@ -20,6 +20,7 @@ type Memory struct {
 	srv       *httptest.Server
 	faults    *Faults
 	auth      *auth
+	referrers bool
 	closeOnce sync.Once
 }
 
@@ -45,6 +46,13 @@ func WithBearerAuth(username, password string, private ...string) Option {
 	}
 }
 
+// WithReferrersAPI serves the OCI 1.1 referrers API
+// (/v2/NAME/referrers/DIGEST). Without it, as on Distribution 2.x, clients
+// fall back to the referrers tag schema.
+func WithReferrersAPI() Option {
+	return func(m *Memory) { m.referrers = true }
+}
+
 // NewMemory starts an in-memory registry that t closes on cleanup.
 func NewMemory(t testing.TB, opts ...Option) *Memory {
 	t.Helper()
@@ -56,7 +64,7 @@ func NewMemory(t testing.TB, opts ...Option) *Memory {
 		o(m)
 	}
 	// registry.Logger(nil) panics, and the default logs every request to stderr.
-	var h http.Handler = registry.New(registry.Logger(log.New(io.Discard, "", 0)))
+	var h http.Handler = registry.New(registry.Logger(log.New(io.Discard, "", 0)), registry.WithReferrersSupport(m.referrers))
 	if m.auth != nil {
 		h = m.auth.wrap(h)
 	}

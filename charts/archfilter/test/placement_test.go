@@ -175,7 +175,8 @@ func TestRenderPlacement(t *testing.T) {
 		{
 			name:   "alone: no scheduler, and every ArchFilterArgs field as the scheduler would take it",
 			values: "scheduler: {enabled: false}\nplacement: {enabled: true}\narchFilterArgs: {failurePolicy: Fail, fallbackPlatforms: [linux/amd64], namespaceSelector: {matchLabels: {archfilter.io/enabled: \"true\"}}, daemonSetPolicy: Enforce, preferredPlatforms: [{platform: linux/arm64, weight: 50}]}",
-			want:   placementInventory,
+			// The metrics reader is the companion's scrapers' too.
+			want: append(slices.Clone(placementInventory), "ClusterRole archfilter-scheduler:metrics-reader"),
 			check: func(t *testing.T, r placementRender) {
 				if got := r.flags["--skip-scheduler-names"]; got != "archfilter-scheduler" {
 					t.Errorf("--skip-scheduler-names %q, want archfilter-scheduler", got)
@@ -368,8 +369,8 @@ credentialProviders:
 						}
 					case u.GetKind() == "ServiceMonitor" && u.GetName() == "archfilter-placement":
 						ep, _, _ := unstructured.NestedSlice(u.Object, "spec", "endpoints")
-						if e := ep[0].(map[string]any); e["port"] != "metrics" || e["scheme"] != "http" {
-							t.Errorf("placement ServiceMonitor endpoint %v, want http on metrics", e)
+						if e := ep[0].(map[string]any); e["port"] != "metrics" || e["scheme"] != "https" || e["bearerTokenFile"] == nil {
+							t.Errorf("placement ServiceMonitor endpoint %v, want https on metrics with Prometheus's token", e)
 						}
 					}
 				}
@@ -658,7 +659,11 @@ func TestPlacementMatchesOverlay(t *testing.T) {
 		overlay = append(overlay, o...)
 	}
 	r := renderPlacement(t, "scheduler: {enabled: false}\nplacement: {enabled: true}", renderOpts{})
-	if diff := gocmp.Diff(rbacOf(overlay), rbacOf(r.objs)); diff != "" {
+	chartRBAC := rbacOf(r.objs)
+	// The metrics reader grants the scraper, not the companion (kustomize
+	// users bind theirs to system:monitoring).
+	delete(chartRBAC, "ClusterRole archfilter-scheduler:metrics-reader")
+	if diff := gocmp.Diff(rbacOf(overlay), chartRBAC); diff != "" {
 		t.Errorf("RBAC (-manifests/overlays/placement,+chart):\n%s", diff)
 	}
 	want, got := one[*appsv1.Deployment](t, overlay).Spec.Template.Spec, r.deployment.Spec.Template.Spec

@@ -21,6 +21,7 @@ import (
 	schedconfig "k8s.io/kubernetes/pkg/scheduler/apis/config"
 	"sigs.k8s.io/yaml"
 
+	"github.com/archfilter/archfilter/internal/placement/serving"
 	"github.com/archfilter/archfilter/test/manifests/objects"
 	"github.com/archfilter/archfilter/test/manifests/podsecurity"
 )
@@ -212,6 +213,12 @@ func CheckDeployment(d *appsv1.Deployment, cm *corev1.ConfigMap) error {
 	configPath := ConfigDir + "/" + ConfigKey
 	if !slices.Contains(c.Args, "--config="+configPath) {
 		p.addf("%s: args %v, want --config=%s", id, c.Args, configPath)
+	}
+	// The secure port's TLS, as the placement companion's (SECURITY.md, "Hardening").
+	for _, want := range []string{"--tls-min-version=VersionTLS12", "--tls-cipher-suites=" + strings.Join(serving.SecureCipherSuites, ",")} {
+		if !slices.Contains(c.Args, want) {
+			p.addf("%s: args %v, want %s", id, c.Args, want)
+		}
 	}
 	for _, a := range append(slices.Clone(c.Command), c.Args...) {
 		for _, ignored := range []string{"--kubeconfig", "--leader-elect", "--master"} {

@@ -151,6 +151,7 @@ func TestRenderPlacement(t *testing.T) {
 					"--service-port": "443", "--listen": ":9443", "--metrics-addr": ":8080", "--webhook-config-name": "archfilter-placement",
 					"--webhook-timeout": "5s", "--cert-secret": "archfilter-placement-tls", "--cert-validity": "8760h", "--max-gated": "2m",
 					"--workers": "4", "--skip-scheduler-names": "archfilter-scheduler", "--leader-elect": "", "--lease-name": "archfilter-placement",
+					"--tls-min-version": "VersionTLS12", "--tls-cipher-suites": strings.Join(aeadSuites, ","),
 				}
 				if diff := gocmp.Diff(want, r.flags); diff != "" {
 					t.Errorf("flags (-want,+got):\n%s", diff)

@@ -4,6 +4,8 @@ import (
 	"slices"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 
 	"github.com/archfilter/archfilter/test/manifests/podsecurity"
@@ -84,5 +86,36 @@ func TestRenderPodSecurity(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// aeadSuites are the chart's default tls.cipherSuites, the companion's
+// defaults (internal/placement/serving.SecureCipherSuites).
+var aeadSuites = []string{
+	"TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256", "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256",
+	"TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384", "TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384",
+	"TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256", "TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256",
+}
+
+// TestRenderTLS: the scheduler and the companion get the same TLS flags from
+// values tls; the schema refuses TLS 1.1 and a CBC suite.
+func TestRenderTLS(t *testing.T) {
+	r := renderPlacement(t, "placement: {enabled: true}\ntls: {minVersion: VersionTLS13, cipherSuites: [TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256]}", renderOpts{})
+	sched := flagsOf(one[*appsv1.Deployment](t, slices.DeleteFunc(slices.Clone(r.objs), func(o k8sruntime.Object) bool {
+		d, ok := o.(*appsv1.Deployment)
+		return ok && d.Name == "archfilter-placement"
+	})).Spec.Template.Spec.Containers[0].Args)
+	for who, flags := range map[string]map[string]string{"scheduler": sched, "companion": r.flags} {
+		if flags["--tls-min-version"] != "VersionTLS13" || flags["--tls-cipher-suites"] != "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256" {
+			t.Errorf("%s: --tls-min-version %q --tls-cipher-suites %q, want the values'", who, flags["--tls-min-version"], flags["--tls-cipher-suites"])
+		}
+	}
+	for _, values := range []map[string]any{
+		{"tls": map[string]any{"minVersion": "VersionTLS11"}},
+		{"tls": map[string]any{"cipherSuites": []any{"TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA"}}},
+	} {
+		if _, err := render(t, values, renderOpts{}); err == nil {
+			t.Errorf("%v rendered, want the schema to refuse it", values)
+		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 
 	"k8s.io/client-go/util/cert"
@@ -18,10 +19,11 @@ import (
 // certificate; it returns its address and the pool that trusts it.
 func server(t *testing.T, o TLSOptions) (string, *x509.CertPool) {
 	t.Helper()
-	certPEM, keyPEM, err := cert.GenerateSelfSignedCertKey("127.0.0.1", nil, nil)
-	if err != nil {
-		t.Fatal(err)
+	generated := selfSigned()
+	if generated.err != nil {
+		t.Fatal(generated.err)
 	}
+	certPEM, keyPEM := generated.cert, generated.key
 	pair, err := tls.X509KeyPair(certPEM, keyPEM)
 	if err != nil {
 		t.Fatal(err)
@@ -41,6 +43,18 @@ func server(t *testing.T, o TLSOptions) (string, *x509.CertPool) {
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(certPEM)
 	return srv.Listener.Addr().String(), pool
+}
+
+// selfSigned is one certificate for every server of the tests (RSA keys
+// take a while to generate).
+var selfSigned = sync.OnceValue(func() (p pemPair) {
+	p.cert, p.key, p.err = cert.GenerateSelfSignedCertKey("127.0.0.1", nil, nil)
+	return p
+})
+
+type pemPair struct {
+	cert, key []byte
+	err       error
 }
 
 // TestTLSRefusesWeakClients dials the listener's configuration as clients

@@ -230,3 +230,31 @@ func TestNoLatestTag(t *testing.T) {
 		t.Errorf("the tag latest (pin a release, or let make deploy/make release set it):\n%s", strings.Join(found, "\n"))
 	}
 }
+
+// TestManifestsPodSecurity: every workload of every overlay runs hardened
+// (test/manifests/podsecurity: non-root, read-only root filesystem, no
+// privilege escalation, seccomp RuntimeDefault, no capabilities, no host
+// namespaces or paths; Pod Security Admission's restricted level and more),
+// and the check catches each of those fields taken away from each container.
+// test/e2e runs the same on kustomize's output. The kubeadm overlay's node
+// files are a control-plane static pod, kubeadm's own shape (host network,
+// host paths), checked by TestManifestsKubeadmReplacement.
+func TestManifestsPodSecurity(t *testing.T) {
+	dirs, err := filepath.Glob(manifests.Path("manifests/overlays/*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range dirs {
+		if rel := "manifests/overlays/" + filepath.Base(d); manifests.OverlayWorkloads[rel] == nil && rel != manifests.KubeadmOverlay {
+			t.Errorf("%s: not in manifests.OverlayWorkloads, so its workloads are not checked", rel)
+		}
+	}
+	for dir, want := range manifests.OverlayWorkloads {
+		t.Run(dir, func(t *testing.T) {
+			objs := load(t, dir)
+			if err := manifests.CheckPodSecurity(objs, want); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+}

@@ -581,3 +581,18 @@ func get(ctx context.Context, url string, tlsConfig *tls.Config) (int, string, e
 	b, err := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(b), err
 }
+
+// TestManifestsPodSecurity is cmd/scheduler's test of the same name on
+// kustomize's output of the base and every overlay: each workload runs
+// hardened (test/manifests/podsecurity) and the check catches every field
+// taken away from every container.
+func TestManifestsPodSecurity(t *testing.T) {
+	for dir, want := range manifests.OverlayWorkloads {
+		t.Run(dir, func(t *testing.T) {
+			_, objs := render(t, dir)
+			if err := manifests.CheckPodSecurity(objs, want); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+}

@@ -16,7 +16,9 @@ import (
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
 	"github.com/archfilter/archfilter/test/e2e/framework"
@@ -85,6 +87,10 @@ func TestPlacementChart(t *testing.T) {
 	oldPod := createMisplaced(ctx, t, cs, e, arm64Ref)
 	reportRunning(ctx, t, e, oldPod, arm64Ref)
 
+	// Pod Security Admission's restricted level where the chart installs:
+	// the scheduler's and the companion's pods, the upgrade's and the
+	// uninstall hook's Job are all admitted under it.
+	enforceRestricted(ctx, t, cs, "kube-system")
 	valuesFile := writeValues(t, e, work)
 	helmRun(ctx, t, e, helm, "install", release, filepath.Join(framework.RepoRoot(), "charts", "archfilter"), "-n", "kube-system",
 		"-f", valuesFile, "--wait", "--timeout", "4m")
@@ -292,6 +298,53 @@ func TestPlacementChart(t *testing.T) {
 
 func exists(path string) bool { _, err := os.Stat(path); return err == nil }
 
+// The labels of Pod Security Admission (on by default in the API server).
+const (
+	psaEnforce        = "pod-security.kubernetes.io/enforce"
+	psaEnforceVersion = "pod-security.kubernetes.io/enforce-version"
+)
+
+// enforceRestricted labels namespace ns pod-security.kubernetes.io/enforce=
+// restricted until the test ends (the labels it had are put back), and shows
+// the API server enforces it: a privileged pod is refused (server-side dry
+// run), so pods admitted afterwards met the restricted level.
+func enforceRestricted(ctx context.Context, t *testing.T, cs kubernetes.Interface, ns string) {
+	t.Helper()
+	before, err := cs.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	setLabels := func(ctx context.Context, enforce, version string) error {
+		value := func(v string) any {
+			if v == "" {
+				return nil // removes the label
+			}
+			return v
+		}
+		patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"labels": map[string]any{psaEnforce: value(enforce), psaEnforceVersion: value(version)}}})
+		_, err := cs.CoreV1().Namespaces().Patch(ctx, ns, types.MergePatchType, patch, metav1.PatchOptions{})
+		return err
+	}
+	if err := setLabels(ctx, "restricted", "latest"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := setLabels(context.Background(), before.Labels[psaEnforce], before.Labels[psaEnforceVersion]); err != nil {
+			t.Errorf("restoring namespace %s's labels: %v", ns, err)
+		}
+	})
+	privileged := &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: "psa-probe-"},
+		Spec: v1.PodSpec{Containers: []v1.Container{{Name: "c", Image: "registry.invalid/probe:v1",
+			SecurityContext: &v1.SecurityContext{Privileged: ptr.To(true)}}}},
+	}
+	_, err = cs.CoreV1().Pods(ns).Create(ctx, privileged, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "violates PodSecurity \"restricted") {
+		t.Fatalf("a privileged pod in %s labelled %s=restricted: %v, want it refused by PodSecurity", ns, psaEnforce, err)
+	}
+	t.Logf("namespace %s enforces Pod Security restricted (a privileged pod is refused: %v)", ns, err)
+}
+
 // ctxNS is ctx; waitPhase and friends read the e2e-node namespace, the
 // placement pods live in their own.
 func ctxNS(ctx context.Context) context.Context { return context.WithValue(ctx, nsKey{}, placementNS) }
@@ -404,7 +457,7 @@ func chartPodRows(ctx context.Context, t *testing.T, cs kubernetes.Interface, e 
 			}
 			img := p.Status.ContainerStatuses[0].ImageID
 			rows = append(rows, row{p.Name, app + "@" + shortDigest(img), "(multi-arch)", "default-scheduler", p.Spec.NodeName,
-				nodeArch(ctx, cs, p.Spec.NodeName), "Running, Ready (helm install --wait)"})
+				nodeArch(ctx, cs, p.Spec.NodeName), "Running, Ready (helm install --wait; namespace PSA restricted)"})
 		}
 		if n != 2 {
 			t.Errorf("%d pods of %s, want the chart's 2 replicas", n, app)

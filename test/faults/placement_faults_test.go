@@ -117,7 +117,7 @@ func (c *companions) start(ctx context.Context, extra ...string) *companion {
 	c.mu.Unlock()
 	listen := fmt.Sprintf("127.0.0.1:%d", freePort(c.t))
 	metricsPort := freePort(c.t)
-	args := append(append([]string{}, c.args...), "--listen", listen, "--metrics-addr", fmt.Sprintf("127.0.0.1:%d", metricsPort))
+	args := append(append([]string{}, c.args...), "--listen", listen, "--metrics-addr", fmt.Sprintf("127.0.0.1:%d", metricsPort), "--metrics-auth=none")
 	p, err := framework.StartProcess(context.WithoutCancel(ctx), c.bin, filepath.Join(c.dir, name+".log"), append(args, extra...), nil)
 	if err != nil {
 		c.t.Fatal(err)

@@ -21,7 +21,9 @@ import (
 	schedconfig "k8s.io/kubernetes/pkg/scheduler/apis/config"
 	"sigs.k8s.io/yaml"
 
+	"github.com/archfilter/archfilter/internal/placement/serving"
 	"github.com/archfilter/archfilter/test/manifests/objects"
+	"github.com/archfilter/archfilter/test/manifests/podsecurity"
 )
 
 // ArchFilterRules are the exact rules of the ClusterRole archfilter-scheduler:
@@ -194,7 +196,7 @@ func CheckDeployment(d *appsv1.Deployment, cm *corev1.ConfigMap) error {
 	if !spreadOverNodes(spec, tmpl.Labels) {
 		p.addf("%s: replicas are not spread over nodes (topologySpreadConstraints or podAntiAffinity on %s)", id, corev1.LabelHostname)
 	}
-	if err := checkPodSecurity(id, spec, true); err != nil {
+	if err := podsecurity.CheckPodSpec(id, spec, podsecurity.Exceptions{}); err != nil {
 		p = append(p, err)
 	}
 	if len(spec.Containers) != 1 {
@@ -211,6 +213,12 @@ func CheckDeployment(d *appsv1.Deployment, cm *corev1.ConfigMap) error {
 	configPath := ConfigDir + "/" + ConfigKey
 	if !slices.Contains(c.Args, "--config="+configPath) {
 		p.addf("%s: args %v, want --config=%s", id, c.Args, configPath)
+	}
+	// The secure port's TLS, as the placement companion's (SECURITY.md, "Hardening").
+	for _, want := range []string{"--tls-min-version=VersionTLS12", "--tls-cipher-suites=" + strings.Join(serving.SecureCipherSuites, ",")} {
+		if !slices.Contains(c.Args, want) {
+			p.addf("%s: args %v, want %s", id, c.Args, want)
+		}
 	}
 	for _, a := range append(slices.Clone(c.Command), c.Args...) {
 		for _, ignored := range []string{"--kubeconfig", "--leader-elect", "--master"} {
@@ -274,54 +282,17 @@ func spreadOverNodes(spec corev1.PodSpec, podLabels map[string]string) bool {
 	return false
 }
 
-// checkPodSecurity: non-root (unless root is allowed: kubeadm's static pod),
-// no privilege escalation, read-only root filesystem, no capabilities,
-// RuntimeDefault seccomp.
-func checkPodSecurity(id string, spec corev1.PodSpec, nonRoot bool) error {
-	var p problems
-	psc := spec.SecurityContext
-	if psc == nil {
-		psc = &corev1.PodSecurityContext{}
-	}
-	if psc.SeccompProfile == nil || psc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
-		p.addf("%s: pod seccompProfile, want RuntimeDefault", id)
-	}
-	if spec.HostPID || spec.HostIPC {
-		p.addf("%s: hostPID/hostIPC", id)
-	}
-	for _, c := range spec.Containers {
-		sc := c.SecurityContext
-		if sc == nil {
-			p.addf("%s: container %s has no securityContext", id, c.Name)
-			continue
-		}
-		if nonRoot {
-			runAsNonRoot := (sc.RunAsNonRoot != nil && *sc.RunAsNonRoot) || (sc.RunAsNonRoot == nil && psc.RunAsNonRoot != nil && *psc.RunAsNonRoot)
-			uid := sc.RunAsUser
-			if uid == nil {
-				uid = psc.RunAsUser
-			}
-			if !runAsNonRoot || (uid != nil && *uid == 0) {
-				p.addf("%s: container %s may run as root: want runAsNonRoot and a non-zero runAsUser", id, c.Name)
-			}
-		}
-		if sc.Privileged != nil && *sc.Privileged {
-			p.addf("%s: container %s is privileged", id, c.Name)
-		}
-		if sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation {
-			p.addf("%s: container %s: want allowPrivilegeEscalation: false", id, c.Name)
-		}
-		if sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem {
-			p.addf("%s: container %s: want readOnlyRootFilesystem: true", id, c.Name)
-		}
-		if sc.Capabilities == nil || !slices.Contains(sc.Capabilities.Drop, "ALL") || len(sc.Capabilities.Add) > 0 {
-			p.addf("%s: container %s: want capabilities drop [ALL], add none", id, c.Name)
-		}
-		if sc.SeccompProfile != nil && sc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
-			p.addf("%s: container %s: seccompProfile %s", id, c.Name, sc.SeccompProfile.Type)
+// kubeadmExceptions are what kubeadm's kube-scheduler static pod needs: root
+// (scheduler.conf is root's, mode 0600), the host's network (it serves on
+// 127.0.0.1) and its files, read-only.
+func kubeadmExceptions(spec corev1.PodSpec) podsecurity.Exceptions {
+	ex := podsecurity.Exceptions{Root: true, HostNetwork: true}
+	for _, v := range spec.Volumes {
+		if v.HostPath != nil && strings.HasPrefix(v.HostPath.Path, "/etc/kubernetes/") {
+			ex.HostPaths = append(ex.HostPaths, v.HostPath.Path)
 		}
 	}
-	return p.err()
+	return ex
 }
 
 // checkProbes: liveness and startup on /livez, readiness on /readyz, HTTPS on
@@ -441,7 +412,7 @@ func CheckKubeadmNode(pod *corev1.Pod, config, defaultConfig []byte, image strin
 	if !spec.HostNetwork || spec.PriorityClassName != "system-node-critical" {
 		p.addf("%s: want hostNetwork and priorityClassName system-node-critical, like kubeadm's", id)
 	}
-	if err := checkPodSecurity(id, spec, false); err != nil {
+	if err := podsecurity.CheckPodSpec(id, spec, kubeadmExceptions(spec)); err != nil {
 		p = append(p, err)
 	}
 	if len(spec.Containers) != 1 {

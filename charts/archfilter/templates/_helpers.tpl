@@ -167,6 +167,12 @@ subjects:
 {{- end }}
 {{- end -}}
 
+{{/* --tls-min-version and --tls-cipher-suites (values tls), for the scheduler and the companion. */}}
+{{- define "archfilter.tlsArgs" -}}
+- --tls-min-version={{ .Values.tls.minVersion }}
+- --tls-cipher-suites={{ join "," .Values.tls.cipherSuites }}
+{{- end -}}
+
 {{/* The placement mode's objects: archfilter-placement, or <fullnameOverride>-placement. */}}
 {{- define "archfilter.placement.name" -}}
 {{- if .Values.fullnameOverride -}}

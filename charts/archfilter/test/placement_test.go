@@ -151,6 +151,7 @@ func TestRenderPlacement(t *testing.T) {
 					"--service-port": "443", "--listen": ":9443", "--metrics-addr": ":8080", "--webhook-config-name": "archfilter-placement",
 					"--webhook-timeout": "5s", "--cert-secret": "archfilter-placement-tls", "--cert-validity": "8760h", "--max-gated": "2m",
 					"--workers": "4", "--skip-scheduler-names": "archfilter-scheduler", "--leader-elect": "", "--lease-name": "archfilter-placement",
+					"--tls-min-version": "VersionTLS12", "--tls-cipher-suites": strings.Join(aeadSuites, ","),
 				}
 				if diff := gocmp.Diff(want, r.flags); diff != "" {
 					t.Errorf("flags (-want,+got):\n%s", diff)
@@ -175,7 +176,8 @@ func TestRenderPlacement(t *testing.T) {
 		{
 			name:   "alone: no scheduler, and every ArchFilterArgs field as the scheduler would take it",
 			values: "scheduler: {enabled: false}\nplacement: {enabled: true}\narchFilterArgs: {failurePolicy: Fail, fallbackPlatforms: [linux/amd64], namespaceSelector: {matchLabels: {archfilter.io/enabled: \"true\"}}, daemonSetPolicy: Enforce, preferredPlatforms: [{platform: linux/arm64, weight: 50}]}",
-			want:   placementInventory,
+			// The metrics reader is the companion's scrapers' too.
+			want: append(slices.Clone(placementInventory), "ClusterRole archfilter-scheduler:metrics-reader"),
 			check: func(t *testing.T, r placementRender) {
 				if got := r.flags["--skip-scheduler-names"]; got != "archfilter-scheduler" {
 					t.Errorf("--skip-scheduler-names %q, want archfilter-scheduler", got)
@@ -394,8 +396,8 @@ credentialProviders:
 						}
 					case u.GetKind() == "ServiceMonitor" && u.GetName() == "archfilter-placement":
 						ep, _, _ := unstructured.NestedSlice(u.Object, "spec", "endpoints")
-						if e := ep[0].(map[string]any); e["port"] != "metrics" || e["scheme"] != "http" {
-							t.Errorf("placement ServiceMonitor endpoint %v, want http on metrics", e)
+						if e := ep[0].(map[string]any); e["port"] != "metrics" || e["scheme"] != "https" || e["bearerTokenFile"] == nil {
+							t.Errorf("placement ServiceMonitor endpoint %v, want https on metrics with Prometheus's token", e)
 						}
 					}
 				}
@@ -684,7 +686,11 @@ func TestPlacementMatchesOverlay(t *testing.T) {
 		overlay = append(overlay, o...)
 	}
 	r := renderPlacement(t, "scheduler: {enabled: false}\nplacement: {enabled: true}", renderOpts{})
-	if diff := gocmp.Diff(rbacOf(overlay), rbacOf(r.objs)); diff != "" {
+	chartRBAC := rbacOf(r.objs)
+	// The metrics reader grants the scraper, not the companion (kustomize
+	// users bind theirs to system:monitoring).
+	delete(chartRBAC, "ClusterRole archfilter-scheduler:metrics-reader")
+	if diff := gocmp.Diff(rbacOf(overlay), chartRBAC); diff != "" {
 		t.Errorf("RBAC (-manifests/overlays/placement,+chart):\n%s", diff)
 	}
 	want, got := one[*appsv1.Deployment](t, overlay).Spec.Template.Spec, r.deployment.Spec.Template.Spec

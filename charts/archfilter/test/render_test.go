@@ -278,7 +278,7 @@ archFilterArgs: {dockerConfigFile: /etc/archfilter/docker/config.json}
 					"affinity":                  p.Affinity != nil && p.Affinity.PodAntiAffinity != nil,
 					"topologySpreadConstraints": len(p.TopologySpreadConstraints) == 1 && p.TopologySpreadConstraints[0].TopologyKey == "topology.kubernetes.io/zone",
 					"resources":                 c.Resources.Limits.Memory().String() == "4Gi" && c.Resources.Requests.Cpu().String() == "500m",
-					"args":                      slices.Equal(c.Args, []string{"--config=/etc/archfilter/config.yaml", "--v=4"}),
+					"args":                      slices.Equal(c.Args, []string{"--config=/etc/archfilter/config.yaml", "--tls-min-version=VersionTLS12", "--tls-cipher-suites=" + strings.Join(aeadSuites, ","), "--v=4"}),
 					"env":                       len(c.Env) == 1 && c.Env[0].Name == "HTTPS_PROXY",
 					"volumes":                   len(p.Volumes) == 2 && p.Volumes[1].Secret != nil,
 					"volumeMounts":              len(c.VolumeMounts) == 2 && c.VolumeMounts[1].MountPath == "/etc/archfilter/docker",

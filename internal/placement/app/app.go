@@ -42,6 +42,7 @@ import (
 	"github.com/archfilter/archfilter/internal/placement/controller"
 	"github.com/archfilter/archfilter/internal/placement/heal"
 	"github.com/archfilter/archfilter/internal/placement/metrics"
+	"github.com/archfilter/archfilter/internal/placement/serving"
 	"github.com/archfilter/archfilter/internal/placement/webhook"
 	"github.com/archfilter/archfilter/pkg/decision"
 	"github.com/archfilter/archfilter/pkg/registryclient"
@@ -223,9 +224,13 @@ func Run(ctx context.Context, o *Options) error {
 		Logger:            logger,
 		ControllerRunning: live.running,
 	})
+	tlsConfig, err := o.TLS.Config(cm.GetCertificate)
+	if err != nil {
+		return err
+	}
 	srv := &http.Server{
 		Handler:           mux,
-		TLSConfig:         &tls.Config{GetCertificate: cm.GetCertificate, MinVersion: tls.VersionTLS12},
+		TLSConfig:         tlsConfig,
 		ReadHeaderTimeout: 10 * time.Second,
 	}
 	ln, err := net.Listen("tcp", addr)
@@ -236,11 +241,12 @@ func Run(ctx context.Context, o *Options) error {
 	errc := make(chan error, 4)
 	go func() { errc <- srv.ServeTLS(ln, "", "") }()
 	if o.MetricsAddr != "" {
-		mmux := http.NewServeMux()
-		mmux.Handle("/metrics", legacyregistry.Handler())
-		mmux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
-		msrv := &http.Server{Addr: o.MetricsAddr, Handler: mmux, ReadHeaderTimeout: 10 * time.Second}
-		go func() { errc <- msrv.ListenAndServe() }()
+		msrv, serve, err := o.metricsServer(client, tlsConfig)
+		if err != nil {
+			_ = srv.Close()
+			return err
+		}
+		go func() { errc <- serve() }()
 		defer msrv.Close()
 	}
 	factory.Start(ctx.Done())
@@ -271,6 +277,34 @@ func Run(ctx context.Context, o *Options) error {
 		err = nil
 	}
 	return err
+}
+
+// metricsServer serves /metrics and /healthz on --metrics-addr: with
+// --metrics-auth=delegated over HTTPS (tlsConfig, the webhook's), /metrics
+// only to whom the API server authenticates and authorises for it; with none,
+// plain HTTP (Validate allows it on loopback only).
+func (o *Options) metricsServer(client kubernetes.Interface, tlsConfig *tls.Config) (*http.Server, func() error, error) {
+	metricsHandler := legacyregistry.Handler()
+	if o.MetricsAuth == MetricsAuthDelegated {
+		d, err := serving.NewDelegated(client)
+		if err != nil {
+			return nil, nil, err
+		}
+		metricsHandler = d.Wrap(metricsHandler)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", metricsHandler)
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	ln, err := net.Listen("tcp", o.MetricsAddr)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--metrics-addr: %w", err)
+	}
+	if o.MetricsAuth == MetricsAuthNone {
+		return srv, func() error { return srv.Serve(ln) }, nil
+	}
+	srv.TLSConfig = tlsConfig
+	return srv, func() error { return srv.ServeTLS(ln, "", "") }, nil
 }
 
 // settings are package decision's rules from args, with this process's own

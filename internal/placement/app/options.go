@@ -18,6 +18,7 @@ import (
 	"github.com/archfilter/archfilter/apis/config"
 	"github.com/archfilter/archfilter/apis/config/argsfile"
 	"github.com/archfilter/archfilter/internal/placement/heal"
+	"github.com/archfilter/archfilter/internal/placement/serving"
 	"github.com/archfilter/archfilter/pkg/decision"
 )
 
@@ -39,6 +40,8 @@ type Options struct {
 	MaxGated           time.Duration
 	Workers            int
 	MetricsAddr        string
+	MetricsAuth        string
+	TLS                serving.TLSOptions
 	SkipSchedulerNames []string
 	RemoveGates        bool
 	StopDeployment     string
@@ -72,8 +75,20 @@ func NewOptions() *Options {
 		LeaseName:          "archfilter-placement",
 		Misplaced:          string(heal.ModeOff),
 		EvictionsPerMinute: 2,
+		MetricsAuth:        MetricsAuthDelegated,
+		TLS:                serving.NewTLSOptions(),
 	}
 }
+
+// The values of --metrics-auth.
+const (
+	// MetricsAuthDelegated serves /metrics over HTTPS to whom the API server
+	// authenticates (TokenReview) and authorises (SubjectAccessReview).
+	MetricsAuthDelegated = "delegated"
+	// MetricsAuthNone serves /metrics in plain HTTP to anyone who can connect:
+	// only on a loopback address.
+	MetricsAuthNone = "none"
+)
 
 // AddFlags registers the flags on fs.
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
@@ -93,6 +108,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.MaxGated, "max-gated", o.MaxGated, "longest a pod keeps the gate, counted from its creation")
 	fs.IntVar(&o.Workers, "workers", o.Workers, "pods handled in parallel")
 	fs.StringVar(&o.MetricsAddr, "metrics-addr", o.MetricsAddr, "address for /metrics and /healthz; empty disables")
+	fs.StringVar(&o.MetricsAuth, "metrics-auth", o.MetricsAuth, "delegated: /metrics over HTTPS (the webhook's certificate and TLS settings), for bearer tokens the API server authenticates (TokenReview) and authorises for GET /metrics (SubjectAccessReview); /healthz stays anonymous. none: plain HTTP without authentication, only on a loopback --metrics-addr")
+	o.TLS.AddFlags(fs)
 	fs.StringSliceVar(&o.SkipSchedulerNames, "skip-scheduler-names", o.SkipSchedulerNames, "pods naming one of these schedulers are not gated (they run ArchFilter already)")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "run the controller only in the replica holding the Lease --lease-name in --namespace (every replica serves the webhook)")
 	fs.StringVar(&o.LeaseName, "lease-name", o.LeaseName, "the Lease --leader-elect uses")
@@ -120,7 +137,33 @@ func (o *Options) Validate() error {
 	if o.StopDeployment != "" && !o.RemoveGates {
 		return fmt.Errorf("--stop-deployment %s: only with --remove-gates", o.StopDeployment)
 	}
+	if _, err := o.TLS.Config(nil); err != nil {
+		return err
+	}
+	switch o.MetricsAuth {
+	case MetricsAuthDelegated:
+	case MetricsAuthNone:
+		if o.MetricsAddr != "" && !loopback(o.MetricsAddr) {
+			return fmt.Errorf("--metrics-auth=none with --metrics-addr %s: unauthenticated metrics only on a loopback address (127.0.0.1:port, [::1]:port, localhost:port)", o.MetricsAddr)
+		}
+	default:
+		return fmt.Errorf("--metrics-auth %q: want %s or %s", o.MetricsAuth, MetricsAuthDelegated, MetricsAuthNone)
+	}
 	return nil
+}
+
+// loopback: addr's host is a loopback address or localhost (an empty host
+// listens on every interface).
+func loopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // defaultListen is where the webhook serves in a cluster.

@@ -104,11 +104,13 @@ func TestWebhookURLAndListen(t *testing.T) {
 func TestCommandFlags(t *testing.T) {
 	cmd := NewCommand()
 	if err := cmd.ParseFlags([]string{"--kubeconfig", "/k", "--webhook-url", "https://127.0.0.1:1", "--insecure-registries", "a:1,b:2", "--cert-secret=", "--remove-gates",
-		"--webhook-timeout=12s", "--cert-secret-external", "--stop-deployment=archfilter-placement"}); err != nil {
+		"--webhook-timeout=12s", "--cert-secret-external", "--stop-deployment=archfilter-placement",
+		"--tls-min-version=VersionTLS13", "--tls-cipher-suites=TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256", "--metrics-auth=none"}); err != nil {
 		t.Fatal(err)
 	}
 	for flag, want := range map[string]string{"kubeconfig": "/k", "webhook-url": "https://127.0.0.1:1", "insecure-registries": "[a:1,b:2]", "cert-secret": "", "remove-gates": "true",
-		"webhook-timeout": "12s", "cert-secret-external": "true", "stop-deployment": "archfilter-placement"} {
+		"webhook-timeout": "12s", "cert-secret-external": "true", "stop-deployment": "archfilter-placement",
+		"tls-min-version": "VersionTLS13", "tls-cipher-suites": "[TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256]", "metrics-auth": "none"} {
 		if got := cmd.Flags().Lookup(flag).Value.String(); got != want {
 			t.Errorf("--%s = %q, want %q", flag, got, want)
 		}
@@ -133,6 +135,14 @@ func TestValidate(t *testing.T) {
 		{name: "an unknown misplaced mode", set: func(o *Options) { o.Misplaced = "on" }, wantErr: `--misplaced "on"`},
 		{name: "evictions without a rate", set: func(o *Options) { o.Misplaced, o.EvictionsPerMinute = "evict", 0 }, wantErr: "--misplaced-evictions-per-minute"},
 		{name: "no rate needed to report", set: func(o *Options) { o.Misplaced, o.EvictionsPerMinute = "report", 0 }},
+		{name: "metrics on every interface are authenticated", set: func(o *Options) { o.MetricsAddr = ":8080" }},
+		{name: "unauthenticated metrics on loopback", set: func(o *Options) { o.MetricsAddr, o.MetricsAuth = "127.0.0.1:8080", MetricsAuthNone }},
+		{name: "unauthenticated metrics on localhost", set: func(o *Options) { o.MetricsAddr, o.MetricsAuth = "localhost:8080", MetricsAuthNone }},
+		{name: "unauthenticated metrics on every interface", set: func(o *Options) { o.MetricsAddr, o.MetricsAuth = ":8080", MetricsAuthNone }, wantErr: "--metrics-auth=none with --metrics-addr :8080"},
+		{name: "unauthenticated metrics on a routable address", set: func(o *Options) { o.MetricsAddr, o.MetricsAuth = "10.0.0.1:8080", MetricsAuthNone }, wantErr: "loopback"},
+		{name: "unknown metrics auth", set: func(o *Options) { o.MetricsAuth = "basic" }, wantErr: "--metrics-auth \"basic\""},
+		{name: "TLS 1.1", set: func(o *Options) { o.TLS.MinVersion = "VersionTLS11" }, wantErr: "--tls-min-version"},
+		{name: "a CBC suite", set: func(o *Options) { o.TLS.CipherSuites = []string{"TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA"} }, wantErr: "--tls-cipher-suites"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := NewOptions()

@@ -9,6 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2"
 )
 
 // NewClientStore is a Store for one-shot commands (the kubectl plugin): it
@@ -16,7 +17,9 @@ import (
 // never lists. Its user needs get, not list, on secrets, and receives no
 // secret the pods do not name.
 func NewClientStore(ctx context.Context, client kubernetes.Interface, opts Options) (*Store, error) {
-	s, err := newStore(opts)
+	// The command prints its pods' Problems itself: the log repeats them
+	// only at -v=2.
+	s, err := newStore(klog.FromContext(ctx).V(2), opts)
 	if err != nil {
 		return nil, err
 	}

@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/url"
 	"sort"
@@ -50,7 +51,7 @@ type dockerConfigJSON struct {
 func parseDockerConfigJSON(b []byte) (keyring, error) {
 	var cfg dockerConfigJSON
 	if err := json.Unmarshal(b, &cfg); err != nil {
-		return nil, errNotDockerConfig
+		return nil, notDockerConfig(err)
 	}
 	return newKeyring(cfg.Auths), nil
 }
@@ -60,7 +61,7 @@ func parseDockerConfigJSON(b []byte) (keyring, error) {
 func parseDockercfg(b []byte) (keyring, error) {
 	var auths map[string]authn.AuthConfig
 	if err := json.Unmarshal(b, &auths); err != nil {
-		return nil, errNotDockerConfig
+		return nil, notDockerConfig(err)
 	}
 	return newKeyring(auths), nil
 }
@@ -70,7 +71,7 @@ func parseDockercfg(b []byte) (keyring, error) {
 func parseDockerConfigFile(b []byte) (keyring, error) {
 	var probe map[string]json.RawMessage
 	if err := json.Unmarshal(b, &probe); err != nil {
-		return nil, errNotDockerConfig
+		return nil, notDockerConfig(err)
 	}
 	if _, ok := probe["auths"]; ok {
 		return parseDockerConfigJSON(b)
@@ -78,9 +79,27 @@ func parseDockerConfigFile(b []byte) (keyring, error) {
 	return parseDockercfg(b)
 }
 
-// errNotDockerConfig deliberately hides the JSON error: its text can quote
-// the secret.
-var errNotDockerConfig = fmt.Errorf("not valid docker config JSON")
+// errNotDockerConfig is every parse failure: its reason is one of the
+// fixed texts notDockerConfig picks, never the decoder's own, whose text can
+// quote the secret (a JSON type error names the value, go-containerregistry's
+// auth error wraps the base64 decoder's).
+var errNotDockerConfig = errors.New("not valid docker config JSON")
+
+// notDockerConfig says why b is not docker config JSON without quoting it:
+// a syntax error's byte offset, or which kind of content is wrong.
+func notDockerConfig(err error) error {
+	var syntax *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syntax):
+		return fmt.Errorf("%w: not JSON (syntax error at byte %d)", errNotDockerConfig, syntax.Offset)
+	case errors.As(err, &typ):
+		return fmt.Errorf("%w: a value has the wrong JSON type", errNotDockerConfig)
+	case strings.HasPrefix(err.Error(), "unable to decode auth field"):
+		return fmt.Errorf("%w: an entry's auth is not base64 of user:password", errNotDockerConfig)
+	}
+	return errNotDockerConfig
+}
 
 func newKeyring(auths map[string]authn.AuthConfig) keyring {
 	var k keyring

@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
 	"github.com/archfilter/archfilter/pkg/resolver"
@@ -60,6 +61,9 @@ type Store struct {
 	file            *fileKeyring
 	providers       []*provider
 
+	// logger reports unusable secrets, by namespace/name and reason.
+	logger klog.Logger
+
 	mu     sync.Mutex
 	parsed map[types.UID]parsedSecret
 }
@@ -86,7 +90,7 @@ type serviceAccountSource func(ns, name string) (*v1.ServiceAccount, error)
 // afterwards) and loads the file and plugin configuration. Errors name the
 // offending option.
 func NewStore(ctx context.Context, client kubernetes.Interface, f informers.SharedInformerFactory, opts Options) (*Store, error) {
-	s, err := newStore(opts)
+	s, err := newStore(klog.FromContext(ctx), opts)
 	if err != nil {
 		return nil, err
 	}
@@ -113,14 +117,14 @@ func NewStore(ctx context.Context, client kubernetes.Interface, f informers.Shar
 
 // newStore loads what every Store shares: the global pull secret, the docker
 // config file and the credential provider plugins.
-func newStore(opts Options) (*Store, error) {
+func newStore(logger klog.Logger, opts Options) (*Store, error) {
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
 	}
 	if opts.ProviderTimeout == 0 {
 		opts.ProviderTimeout = defaultProviderTimeout
 	}
-	s := &Store{global: opts.GlobalPullSecret, parsed: map[types.UID]parsedSecret{}}
+	s := &Store{global: opts.GlobalPullSecret, logger: logger, parsed: map[types.UID]parsedSecret{}}
 	if opts.DockerConfigFile != "" {
 		fk, err := newFileKeyring(opts.DockerConfigFile, opts.Clock)
 		if err != nil {
@@ -243,6 +247,11 @@ func (s *Store) parse(sec *v1.Secret) parsedSecret {
 	}
 	p = parsedSecret{resourceVersion: sec.ResourceVersion}
 	p.ring, p.problem = parseSecret(sec)
+	if p.problem != "" {
+		// Once per version of the secret (parsed is its cache); the problem
+		// names it and never quotes its data.
+		s.logger.Info("Skipping an unusable pull secret", "secret", klog.KObj(sec), "reason", p.problem)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	// Cache only a secret the informer still holds. The informer removes a

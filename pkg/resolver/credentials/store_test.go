@@ -221,7 +221,7 @@ func TestForPodProblems(t *testing.T) {
 	want := []string{
 		"secret default/regcred not found among pull secrets (only secrets of type kubernetes.io/dockerconfigjson or kubernetes.io/dockercfg are read)",
 		"secret default/opaque not found among pull secrets (only secrets of type kubernetes.io/dockerconfigjson or kubernetes.io/dockercfg are read)",
-		"secret default/broken: .dockerconfigjson is not valid docker config JSON",
+		"secret default/broken: .dockerconfigjson is not valid docker config JSON: not JSON (syntax error at byte 53)",
 		"secret default/empty has no .dockerconfigjson",
 		"secret default/sa-missing not found among pull secrets (only secrets of type kubernetes.io/dockerconfigjson or kubernetes.io/dockercfg are read)",
 		"secret kube-system/gone not found among pull secrets (only secrets of type kubernetes.io/dockerconfigjson or kubernetes.io/dockercfg are read)",

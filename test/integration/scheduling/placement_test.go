@@ -43,7 +43,7 @@ type placementCluster struct {
 	done chan error
 }
 
-func startPlacementCluster(t *testing.T, args string) *placementCluster {
+func startPlacementCluster(t *testing.T, args string, set ...func(*app.Options)) *placementCluster {
 	t.Helper()
 	testCtx := testutils.InitTestAPIServer(t, "placement", nil)
 	testCtx = testutils.InitTestSchedulerWithOptions(t, testCtx, 0)
@@ -67,6 +67,9 @@ func startPlacementCluster(t *testing.T, args string) *placementCluster {
 	o.Namespace = metav1.NamespaceSystem
 	o.LeaderElect = true // the overlay's setting, with its Lease RBAC
 	o.MaxGated = 20 * time.Second
+	for _, f := range set {
+		f(o)
+	}
 	pc := &placementCluster{cluster: &cluster{t: t, ctx: testCtx.Ctx, cs: testCtx.ClientSet, ns: testCtx.NS.Name}, opts: o}
 	pc.start()
 	t.Cleanup(pc.shutdown)

@@ -1,8 +1,8 @@
 package archfilter
 
 import (
-	"slices"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"testing"

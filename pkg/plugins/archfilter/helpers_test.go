@@ -416,13 +416,13 @@ func (a *fakeActivator) keys() []string {
 // Harness
 
 type harnessConfig struct {
-	args    *config.ArchFilterArgs
-	nodes   []*v1.Node                 // nil: testNodes()
+	args  *config.ArchFilterArgs
+	nodes []*v1.Node // nil: testNodes()
 	// snapshot are the nodes of the framework's snapshot (Reserve reads them);
 	// nil: nodes.
 	snapshot []*v1.Node
-	objects []runtime.Object           // namespaces, pods
-	results map[string]resolver.Result // nil: standardResults
+	objects  []runtime.Object           // namespaces, pods
+	results  map[string]resolver.Result // nil: standardResults
 	// standby: the process does not lead (leader.go).
 	standby bool
 }

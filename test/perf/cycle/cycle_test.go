@@ -169,6 +169,16 @@ func TestSchedulingCycle(t *testing.T) {
 		t.Errorf("ArchFilter's profile accepts %s (s390x) for a multi-arch pod", s390xNode)
 	}
 
+	// Pods that run on every node architecture cost ArchFilter no Filter call.
+	state := framework.NewCycleState()
+	everywhere := c.makePod("skip", profileArchFilter, imageEverywhere, nil)
+	if _, s, _ := c.sched.Profiles[profileArchFilter].RunPreFilterPlugins(ctx, state, everywhere); !s.IsSuccess() {
+		t.Fatalf("PreFilter: %v", s)
+	}
+	if !state.GetSkipFilterPlugins().Has(archfilter.Name) {
+		t.Errorf("ArchFilter's Filter runs for a pod of every node architecture; skipped: %v", state.GetSkipFilterPlugins())
+	}
+
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			res, err := c.sched.SchedulePod(ctx, c.sched.Profiles[tc.profile], framework.NewCycleState(), c.queuedPods(t, tc, 1)[0])

@@ -85,12 +85,17 @@ func TestSkipAndReserveAgreeWithFilter(t *testing.T) {
 		if run32 {
 			args.Run32BitImagesOn = []string{"arm64"}
 		}
+		ctx := testContext(t)
+		h := newHarness(t, ctx, harnessConfig{args: args, nodes: snapshot})
 		for name, table := range tables {
 			t.Run(fmt.Sprintf("run32=%v/table=%s", run32, name), func(t *testing.T) {
-				ctx := testContext(t)
-				h := newHarness(t, ctx, harnessConfig{args: args, nodes: table, snapshot: snapshot})
-				h.nodes = snapshot
-				h.infos = nodeInfos(snapshot)
+				// The table and the index as their informer handler would have
+				// left them after seeing only table's nodes.
+				h.pl.platforms, h.pl.nodes = newPlatformTable(), newNodeIndex()
+				for _, n := range table {
+					h.pl.platforms.set(n)
+					h.pl.nodes.set(n)
+				}
 				for _, pod := range pods {
 					got, _ := h.placeable(ctx, pod)
 					want := wantPlaceable(h, pod, snapshot)

@@ -117,6 +117,8 @@ func withArchFilter(defaults *config.Plugins) *config.Plugins {
 	last(&p.PreFilter, 0)
 	last(&p.PreScore, 0)
 	last(&p.Score, 1)
+	// Reserve checks the chosen node when PreFilter skipped Filter.
+	last(&p.Reserve, 0)
 	p.PreEnqueue.Enabled = append([]config.Plugin{{Name: archfilter.Name}}, p.PreEnqueue.Enabled...)
 	p.Filter.Enabled = append([]config.Plugin{{Name: archfilter.Name}}, p.Filter.Enabled...)
 	return p

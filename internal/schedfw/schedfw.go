@@ -26,6 +26,7 @@ type (
 	PreScorePlugin      = fwk.PreScorePlugin
 	ScorePlugin         = fwk.ScorePlugin
 	ScoreExtensions     = fwk.ScoreExtensions
+	ReservePlugin       = fwk.ReservePlugin
 	NodeScore           = fwk.NodeScore
 	NodeScoreList       = fwk.NodeScoreList
 	EnqueueExtensions   = fwk.EnqueueExtensions

@@ -17,6 +17,7 @@ type (
 	PreScorePlugin      = framework.PreScorePlugin
 	ScorePlugin         = framework.ScorePlugin
 	ScoreExtensions     = framework.ScoreExtensions
+	ReservePlugin       = framework.ReservePlugin
 	NodeScore           = framework.NodeScore
 	NodeScoreList       = framework.NodeScoreList
 	EnqueueExtensions   = framework.EnqueueExtensions

@@ -108,9 +108,8 @@ func BenchmarkPreFilterWarm(b *testing.B) {
 		{name: "minority", pod: benchPod(), want: fwk.Success},
 		// linux/amd64,linux/arm64: 4 of 6 nodes, Filter runs everywhere.
 		{name: "majority", pod: makePod("bench", imgMulti, imgMulti, imgData).Obj(), want: fwk.Success},
-		// every platform: no narrowing; Filter runs and accepts every node
-		// (the node index may lag the snapshot, so it never skips Filter).
-		{name: "everywhere", pod: makePod("bench", imgEverywhere, imgEverywhere, imgData).Obj(), want: fwk.Success},
+		// every platform of the table: Skip, and Reserve checks the chosen node.
+		{name: "everywhere", pod: makePod("bench", imgEverywhere, imgEverywhere, imgData).Obj(), want: fwk.Skip},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			state := framework.NewCycleState()
@@ -121,6 +120,32 @@ func BenchmarkPreFilterWarm(b *testing.B) {
 			b.ResetTimer()
 			for b.Loop() {
 				h.pl.PreFilter(ctx, state, bc.pod, h.infos)
+			}
+		})
+	}
+}
+
+// BenchmarkReserve is Reserve once per scheduled pod: reading the cycle state
+// when Filter ran, and checking the chosen node in the snapshot when it was
+// skipped.
+func BenchmarkReserve(b *testing.B) {
+	ctx, h := benchHarness(b)
+	for _, bc := range []struct {
+		name string
+		pod  *v1.Pod
+	}{
+		{name: "filtered", pod: benchPod()},
+		{name: "skipped", pod: makePod("bench", imgEverywhere, imgEverywhere, imgData).Obj()},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			state := framework.NewCycleState()
+			h.pl.PreFilter(ctx, state, bc.pod, h.infos)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				if s := h.pl.Reserve(ctx, state, bc.pod, nodeARM64); !s.IsSuccess() {
+					b.Fatalf("Reserve: %v", s)
+				}
 			}
 		})
 	}

@@ -53,6 +53,10 @@ type preFilterState struct {
 	// tolerateArchTaints lets ArchAwareTaintToleration tolerate arch taints
 	// of platforms in set (archTaintToleration).
 	tolerateArchTaints bool
+	// filterSkipped: set allows every platform of the node table, PreFilter
+	// returned Skip, and only set and tolerateArchTaints are filled in. Reserve
+	// checks the chosen node.
+	filterSkipped bool
 }
 
 func (s *preFilterState) Clone() fwk.StateData { return s }
@@ -89,8 +93,9 @@ func readState(state fwk.CycleState) (*preFilterState, error) {
 }
 
 // PreFilter computes the pod's allowed platform set once per cycle. It returns
-// Skip when the pod is unconstrained, and narrows the cycle to the nodes of the
-// allowed platforms when they are at most half of the cluster.
+// Skip when the pod is unconstrained or its set allows every platform of the node
+// table (Reserve then checks the chosen node), and narrows the cycle to the nodes
+// of the allowed platforms when they are at most half of the cluster.
 func (pl *ArchFilter) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) (*schedfw.PreFilterResult, *fwk.Status) {
 	logger := klog.FromContext(ctx)
 	if reason := pl.scope.skipReason(pod); reason != "" {
@@ -115,10 +120,25 @@ func (pl *ArchFilter) PreFilter(ctx context.Context, state fwk.CycleState, pod *
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
 	snap := pl.platforms.snapshot()
+	allowed := allows(d.Platforms)
+	if allAllow(snap, allowed) {
+		// Filter would accept every node the table knows: skip it (a Filter call per
+		// node is most of what ArchFilter costs a cycle). The table may lag the
+		// scheduler's snapshot, so Reserve checks the one node chosen (reserve.go).
+		state.Write(preFilterStateKey, &preFilterState{
+			set:                d.Platforms,
+			filterSkipped:      true,
+			tolerateArchTaints: pl.settings.ArchTaintToleration,
+		})
+		if v := logger.V(4); v.Enabled() {
+			v.Info("Pod platforms include every node platform; Filter skipped", "pod", klog.KObj(pod), "platforms", d.Platforms.String(), "source", d.Source)
+		}
+		return nil, fwk.NewStatus(fwk.Skip)
+	}
 	mismatch := ReasonPlatformMismatch + " (" + d.Platforms.String() + ")"
 	s := &preFilterState{
 		set:     d.Platforms,
-		allowed: newByPlatform(snap, allows(d.Platforms)),
+		allowed: newByPlatform(snap, allowed),
 		named:   make([]atomic.Pointer[rejections], len(snap.platforms)),
 		explain: func(np platform.NodePlatform) string {
 			return mismatch + ": " + pl.settings.Exclusion(pod, &d, lookup, np)

@@ -2,6 +2,7 @@ package archfilter
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -114,13 +115,12 @@ func TestPreFilter(t *testing.T) {
 			wantFeasible: []string{nodeNoPlatform},
 		},
 		{
-			// The node index may lag the snapshot, so it never lets PreFilter
-			// skip Filter: Filter accepts every node instead.
-			name:         "image runs on every node's platform: Filter accepts all",
-			pod:          makePod("p", imgEverywhere).Obj(),
-			wantStatus:   success,
-			wantSet:      "linux/amd64,linux/arm64,linux/s390x,windows/amd64",
-			wantFeasible: []string{nodeAMD64, nodeARM64, nodeBetaARM64, nodeNoPlatform, nodeS390X, nodeWindows},
+			// Filter would accept every node of the table: it is skipped, and
+			// Reserve checks the chosen node (reserve_test.go).
+			name:       "image runs on every node's platform: Skip",
+			pod:        makePod("p", imgEverywhere).Obj(),
+			wantStatus: skip,
+			wantSet:    "linux/amd64,linux/arm64,linux/s390x,windows/amd64",
 		},
 		{
 			name:       "data-only image does not constrain: Skip",
@@ -404,18 +404,19 @@ func withOS(pod *v1.Pod, os v1.OSName) *v1.Pod {
 	return pod
 }
 
-// TestPreFilterSnapshotAheadOfIndex: the node index is fed by its own
-// informer listener and can lag the scheduler's snapshot. PreFilter must never
-// return Skip for a constrained pod on the index's word alone: Skip turns
-// Filter off, and the pod then lands on a node of the wrong architecture.
+// TestPreFilterSnapshotAheadOfIndex: the node index and platform table are fed by
+// their own informer listener and can lag the scheduler's snapshot. PreFilter may
+// skip Filter on the table's word, but the pod must still land only on a node of
+// its platform: Reserve checks the chosen node in the snapshot.
 func TestPreFilterSnapshotAheadOfIndex(t *testing.T) {
 	tests := []struct {
 		name     string
 		indexed  []*v1.Node
 		snapshot []*v1.Node
+		wantSkip bool
 	}{
 		{
-			name:     "index empty (handlers not caught up at start-up)",
+			name:     "index empty (handlers not caught up at start-up): no Skip",
 			indexed:  []*v1.Node{},
 			snapshot: testNodes(),
 		},
@@ -423,31 +424,33 @@ func TestPreFilterSnapshotAheadOfIndex(t *testing.T) {
 			name:     "index has only the amd64 node",
 			indexed:  []*v1.Node{linuxNode(nodeAMD64, "amd64")},
 			snapshot: testNodes(),
+			wantSkip: true,
 		},
 		{
 			name:     "same node count, different nodes: an amd64 node deleted and an arm64 node added",
 			indexed:  []*v1.Node{linuxNode(nodeAMD64, "amd64"), linuxNode("amd64-scaled-down", "amd64")},
 			snapshot: []*v1.Node{linuxNode(nodeAMD64, "amd64"), linuxNode("arm64-scaled-up", "arm64")},
+			wantSkip: true,
 		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := testContext(t)
-			h := newHarness(t, ctx, harnessConfig{nodes: tc.indexed})
+			h := newHarness(t, ctx, harnessConfig{nodes: tc.indexed, snapshot: tc.snapshot})
 			h.nodes = tc.snapshot
 			h.infos = nodeInfos(h.nodes)
 			pod := makePod("p", imgAMD64).Obj()
-			state, res, status := h.preFilter(ctx, pod)
-			if status.Code() == fwk.Skip {
-				t.Fatalf("PreFilter returned Skip for an amd64-only pod; index: %d nodes, snapshot: %d nodes, not all amd64", len(tc.indexed), len(h.infos))
+			placeable, skipped := h.placeable(ctx, pod)
+			if skipped != tc.wantSkip {
+				t.Errorf("PreFilter skipped Filter: %v, want %v", skipped, tc.wantSkip)
 			}
-			if !status.IsSuccess() {
-				t.Fatalf("PreFilter: %v", status)
-			}
-			for _, n := range h.feasible(ctx, state, pod, res) {
+			for _, n := range placeable {
 				if n != nodeAMD64 && n != nodeNoPlatform {
-					t.Errorf("amd64-only pod feasible on %s", n)
+					t.Errorf("amd64-only pod placeable on %s", n)
 				}
+			}
+			if !slices.Contains(placeable, nodeAMD64) {
+				t.Errorf("amd64-only pod not placeable on %s: %v", nodeAMD64, placeable)
 			}
 		})
 	}

@@ -23,6 +23,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
 	fwk "k8s.io/kube-scheduler/framework"
+	internalcache "k8s.io/kubernetes/pkg/scheduler/backend/cache"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
@@ -415,10 +416,13 @@ func (a *fakeActivator) keys() []string {
 // Harness
 
 type harnessConfig struct {
-	args    *config.ArchFilterArgs
-	nodes   []*v1.Node                 // nil: testNodes()
-	objects []runtime.Object           // namespaces, pods
-	results map[string]resolver.Result // nil: standardResults
+	args  *config.ArchFilterArgs
+	nodes []*v1.Node // nil: testNodes()
+	// snapshot are the nodes of the framework's snapshot (Reserve reads them);
+	// nil: nodes.
+	snapshot []*v1.Node
+	objects  []runtime.Object           // namespaces, pods
+	results  map[string]resolver.Result // nil: standardResults
 	// standby: the process does not lead (leader.go).
 	standby bool
 }
@@ -494,7 +498,11 @@ func newHarness(t testing.TB, ctx context.Context, hc harnessConfig) *harness {
 	factory := informers.NewSharedInformerFactory(client, 0)
 	act := &fakeActivator{}
 	rec := events.NewFakeRecorder(1000)
+	if hc.snapshot == nil {
+		hc.snapshot = hc.nodes
+	}
 	fh, err := frameworkruntime.NewFramework(ctx, nil, nil,
+		frameworkruntime.WithSnapshotSharedLister(internalcache.NewSnapshot(nil, hc.snapshot)),
 		frameworkruntime.WithInformerFactory(factory),
 		frameworkruntime.WithPodActivator(act),
 		frameworkruntime.WithEventRecorder(rec))

@@ -44,6 +44,12 @@ var (
 		Help:           "Nodes rejected by Filter because their platform does not run the pod's images.",
 		StabilityLevel: metrics.ALPHA,
 	})
+	reserveRejections = metrics.NewCounter(&metrics.CounterOpts{
+		Subsystem:      subsystem,
+		Name:           "reserve_rejections_total",
+		Help:           "Pods whose Filter was skipped (their platforms include every platform of ArchFilter's node table) and whose chosen node, of a platform the table had not seen yet, Reserve rejected; each is retried.",
+		StabilityLevel: metrics.ALPHA,
+	})
 	buildInfo = metrics.NewGaugeVec(&metrics.GaugeOpts{
 		Subsystem:      subsystem,
 		Name:           "build_info",
@@ -62,7 +68,7 @@ var registerOnce sync.Once
 
 func registerMetrics() {
 	registerOnce.Do(func() {
-		legacyregistry.MustRegister(podsHeld, podsReleased, podWaitSeconds, filterRejections, nodeRejections, failOpen, buildInfo)
+		legacyregistry.MustRegister(podsHeld, podsReleased, podWaitSeconds, filterRejections, nodeRejections, reserveRejections, failOpen, buildInfo)
 		buildInfo.WithLabelValues(version.Version, k8sversion.Get().GitVersion).Set(1)
 	})
 }

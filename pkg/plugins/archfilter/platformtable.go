@@ -36,8 +36,11 @@ type platformTable struct {
 	// prefix of it never changes.
 	numbers   map[platform.NodePlatform]uint16
 	platforms []platform.NodePlatform
-	dirty     atomic.Bool
-	published atomic.Pointer[platformSnapshot]
+	// overflowed is set, for good, once a node of a platform beyond
+	// maxTablePlatforms was left out of the table.
+	overflowed bool
+	dirty      atomic.Bool
+	published  atomic.Pointer[platformSnapshot]
 }
 
 // platformSnapshot is the table at one moment: an id per node object, and the
@@ -45,6 +48,8 @@ type platformTable struct {
 type platformSnapshot struct {
 	ids       map[*v1.Node]uint16
 	platforms []platform.NodePlatform
+	// overflowed: some nodes' platforms are not in platforms (maxTablePlatforms).
+	overflowed bool
 }
 
 func newPlatformTable() *platformTable {
@@ -68,6 +73,7 @@ func (t *platformTable) set(node *v1.Node) {
 	id, ok := t.numbers[np]
 	if !ok {
 		if len(t.platforms) >= maxTablePlatforms {
+			t.overflowed = true
 			t.dirty.Store(true)
 			return
 		}
@@ -97,7 +103,7 @@ func (t *platformTable) snapshot() *platformSnapshot {
 	if t.dirty.Load() {
 		t.mu.Lock()
 		if t.dirty.Load() {
-			t.published.Store(&platformSnapshot{ids: maps.Clone(t.ids), platforms: t.platforms[:len(t.platforms):len(t.platforms)]})
+			t.published.Store(&platformSnapshot{ids: maps.Clone(t.ids), platforms: t.platforms[:len(t.platforms):len(t.platforms)], overflowed: t.overflowed})
 			t.dirty.Store(false)
 		}
 		t.mu.Unlock()
@@ -124,6 +130,36 @@ func newByPlatform[T any](snap *platformSnapshot, ask func(np platform.NodePlatf
 		answers[id] = ask(np, np.OS != "" && np.Architecture != "")
 	}
 	return byPlatform[T]{snapshot: snap, answers: answers, ask: ask}
+}
+
+// allAllow says whether allowed is true of every platform snap knows, that is of
+// every node the table held when snap was taken; false for an empty table or one
+// that overflowed, which do not know every node's platform. It does not allocate.
+func allAllow(snap *platformSnapshot, allowed func(np platform.NodePlatform, known bool) bool) bool {
+	if len(snap.platforms) == 0 || snap.overflowed {
+		return false
+	}
+	for _, np := range snap.platforms {
+		if !allowed(np, np.OS != "" && np.Architecture != "") {
+			return false
+		}
+	}
+	return true
+}
+
+// uniform says whether every platform of the snapshot has the same answer, so
+// that the answers tell no node the table holds from another; false for an empty
+// table or one that overflowed.
+func uniform[T comparable](b *byPlatform[T]) bool {
+	if len(b.answers) == 0 || b.snapshot.overflowed {
+		return false
+	}
+	for _, a := range b.answers[1:] {
+		if a != b.answers[0] {
+			return false
+		}
+	}
+	return true
 }
 
 func (b *byPlatform[T]) of(node *v1.Node) T {

@@ -23,7 +23,8 @@ type preScoreState struct {
 func (s *preScoreState) Clone() fwk.StateData { return s }
 
 // PreScore picks the pod's platform preferences (package decision: its own
-// annotation, else the configured preferredPlatforms). Without any, scoring is skipped.
+// annotation, else the configured preferredPlatforms). Without any, or when every
+// platform of the node table scores alike, scoring is skipped.
 func (pl *ArchFilter) PreScore(_ context.Context, state fwk.CycleState, pod *v1.Pod, _ []fwk.NodeInfo) *fwk.Status {
 	if pl.scope.skipReason(pod) != "" {
 		return fwk.NewStatus(fwk.Skip)
@@ -36,6 +37,12 @@ func (pl *ArchFilter) PreScore(_ context.Context, state fwk.CycleState, pod *v1.
 		return fwk.NewStatus(fwk.Skip)
 	}
 	s := &preScoreState{weights: newByPlatform(pl.platforms.snapshot(), bestWeight(prefs))}
+	if uniform(&s.weights) {
+		// Every node the table knows scores alike: the preferences tell no node
+		// from another. A node the table does not hold yet goes unpreferred for
+		// this cycle: preferences are soft.
+		return fwk.NewStatus(fwk.Skip)
+	}
 	for _, p := range prefs {
 		s.maxWeight = max(s.maxWeight, int64(p.Weight))
 	}

@@ -71,6 +71,7 @@ func TestScore(t *testing.T) {
 		name         string
 		preferences  []config.PlatformPreference
 		run32Bit     []string
+		nodes        []*v1.Node // nil: testNodes()
 		pod          *v1.Pod
 		wantPreScore statusResult
 		wantScores   map[string]int64
@@ -159,6 +160,24 @@ func TestScore(t *testing.T) {
 			pod:          makePod("p", imgEverywhere).Obj(),
 			wantPreScore: skip,
 		},
+		{
+			name:         "preferences no node platform matches: Skip",
+			pod:          makePod("p", imgEverywhere).Annotation(annotations.PreferredPlatforms, "linux/riscv64=50").Obj(),
+			wantPreScore: skip,
+		},
+		{
+			name:         "preferences every node platform matches alike: Skip",
+			nodes:        []*v1.Node{linuxNode(nodeAMD64, "amd64"), linuxNode(nodeARM64, "arm64")},
+			pod:          makePod("p", imgEverywhere).Annotation(annotations.PreferredPlatforms, "linux/arm64=50,linux/amd64=50").Obj(),
+			wantPreScore: skip,
+		},
+		{
+			name:         "preferences that tell the nodes apart are scored",
+			nodes:        []*v1.Node{linuxNode(nodeAMD64, "amd64"), linuxNode(nodeARM64, "arm64")},
+			pod:          makePod("p", imgEverywhere).Annotation(annotations.PreferredPlatforms, "linux/arm64=50,linux/amd64=40").Obj(),
+			wantPreScore: success,
+			wantScores:   map[string]int64{nodeAMD64: 80, nodeARM64: 100},
+		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -166,7 +185,7 @@ func TestScore(t *testing.T) {
 			args := defaultArgs(t)
 			args.PreferredPlatforms = tc.preferences
 			args.Run32BitImagesOn = tc.run32Bit
-			h := newHarness(t, ctx, harnessConfig{args: args})
+			h := newHarness(t, ctx, harnessConfig{args: args, nodes: tc.nodes})
 			gotPreScore, gotScores := h.scoreCycle(ctx, tc.pod)
 			if diff := cmp.Diff(tc.wantPreScore, gotPreScore); diff != "" {
 				t.Errorf("PreScore (-want,+got):\n%s", diff)

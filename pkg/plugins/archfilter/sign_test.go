@@ -118,3 +118,17 @@ func TestSignPodFollowsResolution(t *testing.T) {
 		t.Errorf("signature did not change when the image's platforms did: %v", c)
 	}
 }
+
+// BenchmarkSignPod is what the scheduling queue pays per pod added or updated
+// (1.35+: the queue signs pods, not the cycle): the pod's decision from memory,
+// as PreFilter computes it once per cycle.
+func BenchmarkSignPod(b *testing.B) {
+	ctx, h := benchHarness(b)
+	pod := benchPod()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, s := h.pl.SignPod(ctx, pod); !s.IsSuccess() {
+			b.Fatalf("SignPod: %v", s)
+		}
+	}
+}

@@ -55,6 +55,7 @@ case ${1:-} in
       generated=$(modules_sbom "$flavour")
       want=$(checked_in "$flavour")
       if [[ ${2:-} == --check ]]; then
+        mkdir -p "$ARCHFILTER_CACHE"
         if ! diff -u "$want" "$generated" >"$ARCHFILTER_CACHE/sbom-$flavour.diff" 2>&1; then
           head -40 "$ARCHFILTER_CACHE/sbom-$flavour.diff" >&2
           warn "${want#"$ROOT"/} is not the SBOM of $(modfile "$flavour")'s module graph (run: make sbom; whole diff in .cache/sbom-$flavour.diff)"

@@ -46,6 +46,8 @@ func Summary(runs []*Run) []Row {
 	rows = append(rows, outageRows(runs)...)
 	cycle := cycleRun(runs)
 	rows = append(rows, fromRun(cycle, cycleRows(cycle.Results))...)
+	curve := curveRun(runs)
+	rows = append(rows, fromRun(curve, curveRows(curve.Results))...)
 	micro := microRun(runs)
 	rows = append(rows, fromRun(micro, microRows(micro.Results))...)
 	return rows

@@ -92,8 +92,8 @@ var curveCases = []string{
 // and node affinity cases over clusters of each size of -nodes (sub-benchmarks
 // nodes=<n>/<case>): how each cost grows with the cluster. percentageOfNodesToScore
 // stays adaptive, as in production: a cycle looks for 420 feasible nodes of 1 000
-// (42 %), 500 of 5 000 (10 %) and 750 of 15 000 (5 %). make bench leaves it out (its cluster of
-// 15 000 nodes takes a minute to build); run it with
+// (42 %), 500 of 5 000 (10 %) and 750 of 15 000 (5 %). make bench runs it only when asked
+// (make bench BENCH_CURVE=1000,5000,15000: docs/benchmarks.md's curve section); run it alone with
 // go test ./test/perf/cycle -run '^$' -bench BenchmarkSchedulingCycleNodes [-args -nodes=1000,5000].
 func BenchmarkSchedulingCycleNodes(b *testing.B) {
 	ctx, cancel := context.WithCancel(context.Background())
@@ -128,10 +128,12 @@ func (c *cluster) benchCase(b *testing.B, ctx context.Context, tc cycleCase) {
 	// Each case starts from a collected heap, whatever ran before it.
 	runtime.GC()
 	b.ReportAllocs()
+	var state *framework.CycleState
 	cpu0 := processCPU(b)
 	b.ResetTimer()
 	for i, pod := range pods {
-		res, err := c.sched.SchedulePod(ctx, fw, framework.NewCycleState(), pod)
+		state = framework.NewCycleState()
+		res, err := c.sched.SchedulePod(ctx, fw, state, pod)
 		if err != nil {
 			b.Fatalf("cycle %d: %v", i, err)
 		}
@@ -141,8 +143,22 @@ func (c *cluster) benchCase(b *testing.B, ctx context.Context, tc cycleCase) {
 	// CPU time of the whole process (every goroutine of the cycle's 16) per cycle:
 	// unlike ns/op, it barely moves when other processes take the cores.
 	b.ReportMetric(float64(processCPU(b)-cpu0)/float64(b.N), "cpu-ns/op")
+	if tc.profile == profileArchFilter {
+		// Whether the last cycle skipped ArchFilter's Filter (PreFilter's Skip), so
+		// that the report can say which code a run measured.
+		skipped := 0.0
+		if state.GetSkipFilterPlugins().Has(archfilter.Name) {
+			skipped = 1
+		}
+		b.ReportMetric(skipped, filterSkipMetric)
+	}
 	c.checkPlacements(b, tc, hosts)
 }
+
+// filterSkipMetric is the unit of the metric that says whether ArchFilter's Filter
+// was skipped in a case's cycles (1) or ran (0): test/perf/benchreport words the
+// every-architecture rows by it.
+const filterSkipMetric = "archfilter-filter-skip"
 
 // processCPU is the user and system CPU time the process has used.
 func processCPU(b *testing.B) time.Duration {

@@ -37,6 +37,8 @@ type cycleCase struct {
 	affinity []string
 	// allowed are the architectures a pod may be placed on; nil for any.
 	allowed []string
+	// spread gives the pods upstream's topology spread constraint (spreadPod).
+	spread bool
 }
 
 var cases = []cycleCase{
@@ -67,13 +69,18 @@ func BenchmarkSchedulingCycle(b *testing.B) {
 	ctx, cancel := context.WithCancel(context.Background())
 	b.Cleanup(cancel)
 	c := newCluster(b, ctx, benchNodes)
-	order := slices.Clone(cases)
+	for _, tc := range orderedCases(cases) {
+		b.Run(tc.name, func(b *testing.B) { c.benchCase(b, ctx, tc) })
+	}
+}
+
+// orderedCases are cs in the order of -reverse.
+func orderedCases(cs []cycleCase) []cycleCase {
+	order := slices.Clone(cs)
 	if *reverse {
 		slices.Reverse(order)
 	}
-	for _, tc := range order {
-		b.Run(tc.name, func(b *testing.B) { c.benchCase(b, ctx, tc) })
-	}
+	return order
 }
 
 // curveNodes are BenchmarkSchedulingCycleNodes' cluster sizes, up to the
@@ -244,7 +251,11 @@ func (c *cluster) queuedPods(tb testing.TB, tc cycleCase, n int) []queuedPod {
 	out := make([]queuedPod, n)
 	for i := range out {
 		c.podSeq++
-		q, err := newQueuedPod(c.makePod(fmt.Sprintf("%s-%d", kind, c.podSeq), tc.profile, tc.img, tc.affinity))
+		pod := c.makePod(fmt.Sprintf("%s-%d", kind, c.podSeq), tc.profile, tc.img, tc.affinity)
+		if tc.spread {
+			spreadPod(pod)
+		}
+		q, err := newQueuedPod(pod)
 		if err != nil {
 			tb.Fatal(err)
 		}

@@ -75,11 +75,12 @@ func TestSchedulingCycleSpread(t *testing.T) {
 	}
 	for _, tc := range spreadCases {
 		t.Run(tc.name, func(t *testing.T) {
-			q := c.queuedPods(t, tc, 1)[0]
-			if len(q.Pod.Spec.TopologySpreadConstraints) != 1 {
-				t.Fatalf("the pod has no spread constraint: %+v", q.Pod.Spec)
+			pod := c.makePod("spread-check", tc.profile, tc.img, nil)
+			spreadPod(pod)
+			if len(pod.Spec.TopologySpreadConstraints) != 1 || pod.Labels["color"] != "blue" {
+				t.Fatalf("spreadPod: labels %v, constraints %+v", pod.Labels, pod.Spec.TopologySpreadConstraints)
 			}
-			res, err := c.sched.SchedulePod(ctx, c.sched.Profiles[tc.profile], framework.NewCycleState(), q)
+			res, err := c.sched.SchedulePod(ctx, c.sched.Profiles[tc.profile], framework.NewCycleState(), c.queuedPods(t, tc, 1)[0])
 			if err != nil {
 				t.Fatal(err)
 			}

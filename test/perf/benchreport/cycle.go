@@ -61,6 +61,8 @@ var cycleCases = []struct {
 	{"everywhere/archfilter", "images of every node architecture, default + ArchFilter (rejects no node", true},
 	{"s390x/archfilter", "s390x-only pods, default + ArchFilter (PreFilterResult node index)", false},
 	{"s390x-affinity/default", "s390x-only pods with required nodeAffinity In [s390x], default profile", false},
+	{"spread/default", "upstream TopologySpreading's pods (zone spread, 2 bound pods per node, no node labelled with an architecture), default profile", false},
+	{"spread/archfilter", "upstream TopologySpreading's pods, default + ArchFilter (warm cache", true},
 }
 
 // cycleRatio compares two cases of BenchmarkSchedulingCycle by cycles per second:
@@ -86,6 +88,8 @@ var cycleRatios = []cycleRatio{
 		"s390x-affinity/default", "s390x/archfilter", 4},
 	{"for reference: cycles/s ratio ArchFilter / default, multi-arch pods (the default rejects no node)",
 		"multiarch/default", "multiarch/archfilter", 0},
+	{"cycles/s ratio ArchFilter / default, upstream TopologySpreading's pods: what ArchFilter adds to that workload's cycle",
+		"spread/default", "spread/archfilter", 0},
 }
 
 // cycleRun is the run the scheduling cycle's rows come from: the newest that ran
@@ -213,4 +217,28 @@ func s390xCycleNote(run *Run) string {
 	return fmt.Sprintf("One scheduling cycle is %s× faster with ArchFilter (run %s, section *%s*): "+
 		"end to end, the rest of scheduler_perf's one process (binding, kube-apiserver, etcd, the pod creator, on the same two cores) "+
 		"caps the ArchFilter side at about the pace of every other workload of the run.", f1(speed), run.ID, cycleSection)
+}
+
+// spreadCycleNote says what ArchFilter costs the cycle of upstream TopologySpreading's
+// pods, when scheduler_perf's end-to-end ratio for that workload falls short.
+func spreadCycleNote(run *Run) string {
+	speed, ok := cycleSpeed(run, "spread/default", "spread/archfilter")
+	if !ok {
+		return ""
+	}
+	note := fmt.Sprintf("In one scheduling cycle of the same pods over upstream's layout of 5 000 nodes, without scheduler_perf's "+
+		"apiserver (run %s, section *%s*), ArchFilter runs at %s of the default profile's cycles per second", run.ID, cycleSection, f2(speed))
+	if lo, hi, ok := roundRange(pairedRatios(run.Results.values(cycleBench("spread/archfilter"), nsPerOp),
+		run.Results.values(cycleBench("spread/default"), nsPerOp))); ok {
+		note += fmt.Sprintf(" (rounds %s–%s)", f2(lo), f2(hi))
+	}
+	return note + "."
+}
+
+// roundRange is the smallest and largest of the rounds' ratios, if there are two or more.
+func roundRange(ratios []float64) (lo, hi float64, ok bool) {
+	if len(ratios) < 2 {
+		return 0, 0, false
+	}
+	return slices.Min(ratios), slices.Max(ratios), true
 }

@@ -117,6 +117,10 @@ plugin, enabled as ArchFilter is (first among the Filter plugins), that reads ea
 rejection. That plugin pays only what rejecting the s390x nodes costs the scheduler, whoever
 rejects them (more nodes examined, a status and a diagnosis entry per rejected node: see above),
 so *ArchFilter / minimal plugin* says how close ArchFilter comes to the cost no plugin avoids.
+The *spread* cases are upstream scheduler_perf's TopologySpreading in one cycle: its
+node-default nodes (no ` + "`kubernetes.io/arch`" + ` label) labelled with three zones, two of its pod-default
+pods bound to each, and its pods spread over the zones (maxSkew 5, DoNotSchedule), in a second cluster
+of 5 000 nodes; their images run on every architecture, as upstream's pause does.
 ` + "`make bench`" + ` runs the benchmark once per round, ` + "`BENCH_MICRO_COUNT`" + ` rounds, every other one in reverse
 order; its ratios are of cycles per second (the inverse ratio of the median times), beside the
 ratios of the rounds and the sign test's confidence, as for throughput.

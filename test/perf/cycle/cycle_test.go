@@ -64,13 +64,27 @@ var cases = []cycleCase{
 // a fresh pod that is never bound, so every cycle sees the same cluster. What
 // scheduler_perf adds around it (queue, binding, apiserver, etcd, the pod creator)
 // is left out, and so is its noise.
+// Its spread/* cases (spreadCases) are upstream TopologySpreading's pods over
+// upstream's layout of benchNodes nodes, in a cluster of their own.
 func BenchmarkSchedulingCycle(b *testing.B) {
 	// The global klog logger at verbosity 0, as a production scheduler logs.
 	ctx, cancel := context.WithCancel(context.Background())
 	b.Cleanup(cancel)
 	c := newCluster(b, ctx, benchNodes)
-	for _, tc := range orderedCases(cases) {
-		b.Run(tc.name, func(b *testing.B) { c.benchCase(b, ctx, tc) })
+	// The spreading cases' cluster is upstream's, built when the first of them runs
+	// (go test -bench BenchmarkSchedulingCycle/multiarch leaves it out).
+	var spread *cluster
+	for _, tc := range orderedCases(append(slices.Clone(cases), spreadCases...)) {
+		b.Run(tc.name, func(b *testing.B) {
+			if !tc.spread {
+				c.benchCase(b, ctx, tc)
+				return
+			}
+			if spread == nil {
+				spread = newClusterOf(b, ctx, spreadLayout(benchNodes))
+			}
+			spread.benchCase(b, ctx, tc)
+		})
 	}
 }
 

@@ -16,7 +16,9 @@ var zones = []string{"moon-1", "moon-2", "moon-3"}
 
 // spreadCases are upstream's TopologySpreading pods, scheduled by the default
 // profile and by ArchFilter's; their images run on every architecture of the
-// test registry, as upstream's pause image does.
+// test registry, as upstream's pause image does. BenchmarkSchedulingCycle runs
+// them over spreadLayout(benchNodes): what ArchFilter adds to a cycle whose
+// PodTopologySpread counts the pods of every node.
 var spreadCases = []cycleCase{
 	{name: "spread/default", profile: profileDefault, img: imageEverywhere, spread: true},
 	{name: "spread/archfilter", profile: profileArchFilter, img: imageEverywhere, spread: true},
@@ -51,18 +53,6 @@ func spreadPod(pod *v1.Pod) {
 		MaxSkew: 5, TopologyKey: v1.LabelTopologyZone, WhenUnsatisfiable: v1.DoNotSchedule,
 		LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"color": "blue"}},
 	}}
-}
-
-// BenchmarkSchedulingCycleSpread is the scheduling cycle of upstream scheduler_perf's
-// TopologySpreading pods over its 5 000-node cluster, default profile and ArchFilter's:
-// what ArchFilter adds to a cycle whose PodTopologySpread counts pods over every node.
-func BenchmarkSchedulingCycleSpread(b *testing.B) {
-	ctx, cancel := context.WithCancel(context.Background())
-	b.Cleanup(cancel)
-	c := newClusterOf(b, ctx, spreadLayout(benchNodes))
-	for _, tc := range orderedCases(spreadCases) {
-		b.Run(tc.name, func(b *testing.B) { c.benchCase(b, ctx, tc) })
-	}
 }
 
 // TestSchedulingCycleSpread schedules one pod of each spreading case over a small

@@ -71,6 +71,7 @@ func BenchmarkSchedulingCycle(b *testing.B) {
 	ctx, cancel := context.WithCancel(context.Background())
 	b.Cleanup(cancel)
 	c := newCluster(b, ctx, benchNodes)
+	parent := b
 	// The spreading cases' cluster is upstream's, built when the first of them runs
 	// (go test -bench BenchmarkSchedulingCycle/multiarch leaves it out).
 	var spread *cluster
@@ -81,12 +82,23 @@ func BenchmarkSchedulingCycle(b *testing.B) {
 				return
 			}
 			if spread == nil {
-				spread = newClusterOf(b, ctx, spreadLayout(benchNodes))
+				// It lives as long as the parent benchmark: a sub-benchmark's cleanups
+				// run after each of its runs, the first of which has b.N = 1.
+				spread = newClusterOf(cleanupTo{TB: b, owner: parent}, ctx, spreadLayout(benchNodes))
 			}
 			spread.benchCase(b, ctx, tc)
 		})
 	}
 }
+
+// cleanupTo is TB, whose cleanups owner runs instead: for what a sub-benchmark
+// builds for its siblings too.
+type cleanupTo struct {
+	testing.TB
+	owner testing.TB
+}
+
+func (c cleanupTo) Cleanup(f func()) { c.owner.Cleanup(f) }
 
 // orderedCases are cs in the order of -reverse.
 func orderedCases(cs []cycleCase) []cycleCase {

@@ -20,6 +20,10 @@
 #                      rest): a full-scale run of every workload takes about 40 minutes a
 #                      round on 2 cores, so the parts can run separately and
 #                      make bench-report combines them
+#   BENCH_CURVE        node counts of the scheduling cycle's cost curve (test/perf/cycle's
+#                      BenchmarkSchedulingCycleNodes), e.g. 1000,5000,15000; empty (the
+#                      default) leaves it out: building 15 000 nodes takes a minute a round
+#   BENCH_CURVE_ROUNDS rounds of the curve, every other one in reverse order (3)
 #   BENCH_PERF        false: micro-benchmarks and the scheduling cycle only, no scheduler_perf
 #                      (make bench-report then takes the workloads from other runs)
 #   BENCH_OUT          where raw outputs go (.cache/bench/<scale>-<UTC time>), run.env among
@@ -100,6 +104,7 @@ mkdir -p "$BENCH_OUT"
   printf 'BENCH_PERF=%s\n' "${BENCH_PERF:-true}"
   printf 'BENCH_ROUNDS=%s\n' "$BENCH_ROUNDS"
   printf 'BENCH_MICRO_COUNT=%s\n' "$BENCH_MICRO_COUNT"
+  printf 'BENCH_CURVE=%s\n' "${BENCH_CURVE:-}"
   printf 'BENCH_COMMIT=%s\n' "$COMMIT"
 } >"$BENCH_OUT/run.env"
 
@@ -179,6 +184,27 @@ if ! $SMOKE && ((BENCH_MICRO_COUNT > 0)); then
     if ! (cd test/perf/cycle && $NICE "$CYCLE_TEST" -test.run '^$' -test.bench '^BenchmarkSchedulingCycle$' \
       -test.benchmem -test.count 1 "${order[@]}") >>"$BENCH_OUT/micro.txt" 2>&1; then
       warn "BenchmarkSchedulingCycle failed in round $round (see $BENCH_OUT/micro.txt); continuing"
+    fi
+  done
+  info "done in $(since "$t")"
+fi
+
+# --- scheduling cycle against cluster size -----------------------------------------------------
+# BENCH_CURVE: BenchmarkSchedulingCycleNodes over clusters of those node counts, once per round
+# as above, into micro.txt, where the report finds it (docs/benchmarks.md's curve section).
+if ! $SMOKE && [[ -n ${BENCH_CURVE:-} ]]; then
+  [[ $BENCH_CURVE =~ ^[0-9]+(,[0-9]+)*$ ]] || die "BENCH_CURVE must be node counts separated by commas, not $BENCH_CURVE"
+  BENCH_CURVE_ROUNDS=${BENCH_CURVE_ROUNDS:-3}
+  log "scheduling cycle against cluster size (nodes $BENCH_CURVE), $BENCH_CURVE_ROUNDS round(s)"
+  t=$(date +%s)
+  CYCLE_TEST=$BENCH_OUT/cycle.test
+  [[ -x $CYCLE_TEST ]] || $NICE go test "${VET[@]}" -c -o "$CYCLE_TEST" ./test/perf/cycle/ || die "test/perf/cycle does not build"
+  for ((round = 1; round <= BENCH_CURVE_ROUNDS; round++)); do
+    order=()
+    ((round % 2)) || order=(-reverse)
+    if ! (cd test/perf/cycle && $NICE "$CYCLE_TEST" -test.run '^$' -test.bench '^BenchmarkSchedulingCycleNodes$' \
+      -test.benchmem -test.count 1 -test.timeout 1h "${order[@]}" -nodes "$BENCH_CURVE") >>"$BENCH_OUT/micro.txt" 2>&1; then
+      warn "BenchmarkSchedulingCycleNodes failed in round $round (see $BENCH_OUT/micro.txt); continuing"
     fi
   done
   info "done in $(since "$t")"

@@ -15,17 +15,54 @@ const nsPerOp = "ns/op"
 // cycleBench is the benchmark of one case of BenchmarkSchedulingCycle, "<pods>/<profile>".
 func cycleBench(c string) string { return "BenchmarkSchedulingCycle/" + c }
 
-// cycleCases are BenchmarkSchedulingCycle's cases, in the summary's order.
-var cycleCases = []struct{ name, label string }{
-	{"multiarch/default", "multi-arch pods (amd64, arm64), default profile: accepts the s390x nodes, where they cannot run (reference)"},
-	{"multiarch/minimal", "multi-arch pods, default + a minimal Filter plugin rejecting the s390x nodes by label"},
-	{"multiarch/archfilter", "multi-arch pods, default + ArchFilter (warm cache)"},
-	{"multiarch-affinity/default", "multi-arch pods with required nodeAffinity kubernetes.io/arch In [amd64, arm64], default profile"},
-	{"everywhere/default", "images of every node architecture, default profile"},
-	{"everywhere/minimal", "images of every node architecture, default + a minimal Filter plugin allowing every architecture by label"},
-	{"everywhere/archfilter", "images of every node architecture, default + ArchFilter (allows every node)"},
-	{"s390x/archfilter", "s390x-only pods, default + ArchFilter (PreFilterResult node index)"},
-	{"s390x-affinity/default", "s390x-only pods with required nodeAffinity In [s390x], default profile"},
+// filterSkipMetric is test/perf/cycle's metric of the ArchFilter cases: 1 when the
+// case's cycles skipped ArchFilter's Filter (its PreFilter returned Skip), 0 when they
+// called it. Runs of code before the skip do not report it.
+const filterSkipMetric = "archfilter-filter-skip"
+
+// filterSkip says whether the run's cycles of benchmark name skipped ArchFilter's
+// Filter, and whether the run says (known) at all.
+func filterSkip(r *Results, name string) (skipped, known bool) {
+	v, ok := r.median(name, filterSkipMetric)
+	return ok && v == 1, ok
+}
+
+// Suffixes of a skippable case's label: what the run says of ArchFilter's Filter.
+const (
+	labelFilterSkipped = "; PreFilter skips its Filter, Reserve checks the chosen node"
+	labelFilterCalled  = "; its Filter called on every examined node"
+)
+
+// skipLabel completes the label of a skippable case, which ends in an open
+// parenthesis, with what benchmark name's run says of ArchFilter's Filter, if it says.
+func skipLabel(r *Results, name, label string) string {
+	switch skipped, known := filterSkip(r, name); {
+	case skipped:
+		label += labelFilterSkipped
+	case known:
+		label += labelFilterCalled
+	}
+	return label + ")"
+}
+
+// cycleCases are BenchmarkSchedulingCycle's cases, in the summary's order. A
+// skippable case's label says, when the run reports it, whether ArchFilter's Filter
+// ran; the label of a run that does not report it names neither.
+var cycleCases = []struct {
+	name, label string
+	skippable   bool
+}{
+	{"multiarch/default", "multi-arch pods (amd64, arm64), default profile: accepts the s390x nodes, where they cannot run (reference)", false},
+	{"multiarch/minimal", "multi-arch pods, default + a minimal Filter plugin rejecting the s390x nodes by label", false},
+	{"multiarch/archfilter", "multi-arch pods, default + ArchFilter (warm cache)", false},
+	{"multiarch-affinity/default", "multi-arch pods with required nodeAffinity kubernetes.io/arch In [amd64, arm64], default profile", false},
+	{"everywhere/default", "images of every node architecture, default profile", false},
+	{"everywhere/minimal", "images of every node architecture, default + a minimal Filter plugin allowing every architecture by label", false},
+	{"everywhere/archfilter", "images of every node architecture, default + ArchFilter (rejects no node", true},
+	{"s390x/archfilter", "s390x-only pods, default + ArchFilter (PreFilterResult node index)", false},
+	{"s390x-affinity/default", "s390x-only pods with required nodeAffinity In [s390x], default profile", false},
+	{"spread/default", "upstream TopologySpreading's pods (zone spread, 2 bound pods per node, no node labelled with an architecture), default profile", false},
+	{"spread/archfilter", "upstream TopologySpreading's pods, default + ArchFilter (warm cache", true},
 }
 
 // cycleRatio compares two cases of BenchmarkSchedulingCycle by cycles per second:
@@ -51,6 +88,8 @@ var cycleRatios = []cycleRatio{
 		"s390x-affinity/default", "s390x/archfilter", 4},
 	{"for reference: cycles/s ratio ArchFilter / default, multi-arch pods (the default rejects no node)",
 		"multiarch/default", "multiarch/archfilter", 0},
+	{"cycles/s ratio ArchFilter / default, upstream TopologySpreading's pods: what ArchFilter adds to that workload's cycle",
+		"spread/default", "spread/archfilter", 0},
 }
 
 // cycleRun is the run the scheduling cycle's rows come from: the newest that ran
@@ -69,9 +108,13 @@ func cycleRows(r *Results) []Row {
 	var rows []Row
 	for _, c := range cycleCases {
 		n := cycleBench(c.name)
+		label := c.label
+		if c.skippable {
+			label = skipLabel(r, n, label)
+		}
 		t, ok := r.median(n, nsPerOp)
 		if !ok {
-			rows = append(rows, Row{Section: cycleSection, Measurement: c.label, Result: "no result (" + n + ")", Status: NoData})
+			rows = append(rows, Row{Section: cycleSection, Measurement: label, Result: "no result (" + n + ")", Status: NoData})
 			continue
 		}
 		a, _ := r.median(n, "allocs/op")
@@ -79,7 +122,7 @@ func cycleRows(r *Results) []Row {
 		if lo, hi, pct, ok := spread(r.values(n, nsPerOp)); ok {
 			result += fmt.Sprintf(" (%s–%s over %d runs, ±%.0f %%)", ns(lo), ns(hi), r.runs(n, nsPerOp), pct)
 		}
-		rows = append(rows, Row{Section: cycleSection, Measurement: c.label, Result: result, Status: NoCheck})
+		rows = append(rows, Row{Section: cycleSection, Measurement: label, Result: result, Status: NoCheck})
 	}
 	for _, c := range cycleRatios {
 		rows = append(rows, cycleRatioRow(r, c))
@@ -144,10 +187,24 @@ func everywhereCycleNote(run *Run) string {
 	if !ok1 || !ok2 {
 		return ""
 	}
-	return fmt.Sprintf("In one scheduling cycle over 5 000 nodes without scheduler_perf's apiserver (run %s, section *%s*), "+
+	note := fmt.Sprintf("In one scheduling cycle over 5 000 nodes without scheduler_perf's apiserver (run %s, section *%s*), "+
 		"a minimal Filter plugin that allows every node by its label runs at %s of the default profile's cycles per second, "+
-		"and ArchFilter at %s of the minimal plugin's: most of the cost is one more Filter plugin called on every examined node, "+
-		"which no Filter plugin avoids.", run.ID, cycleSection, f2(minimal), f2(af))
+		"and ArchFilter at %s of the minimal plugin's", run.ID, cycleSection, f2(minimal), f2(af))
+	// What ArchFilter costs these pods depends on the code the run measured, which
+	// its cycles report; a run that does not report it is not explained.
+	switch skipped, known := filterSkip(run.Results, cycleBench("everywhere/archfilter")); {
+	case skipped:
+		note += ": that run's cycles skipped ArchFilter's Filter (its PreFilter returns Skip when the pod's platforms " +
+			"cover every platform of its node table, and Reserve checks the one chosen node), so what ArchFilter " +
+			"adds is per pod (PreFilter, PreScore, Reserve), not per examined node, while the minimal plugin's cost " +
+			"is one more Filter call on every examined node."
+	case known:
+		note += ": that run's cycles called ArchFilter's Filter on every examined node, so most of the cost is one more " +
+			"Filter plugin called on every examined node, which no Filter plugin avoids."
+	default:
+		note += "."
+	}
+	return note
 }
 
 // s390xCycleNote says how much faster ArchFilter's cycle is for minority-architecture
@@ -160,4 +217,28 @@ func s390xCycleNote(run *Run) string {
 	return fmt.Sprintf("One scheduling cycle is %s× faster with ArchFilter (run %s, section *%s*): "+
 		"end to end, the rest of scheduler_perf's one process (binding, kube-apiserver, etcd, the pod creator, on the same two cores) "+
 		"caps the ArchFilter side at about the pace of every other workload of the run.", f1(speed), run.ID, cycleSection)
+}
+
+// spreadCycleNote says what ArchFilter costs the cycle of upstream TopologySpreading's
+// pods, when scheduler_perf's end-to-end ratio for that workload falls short.
+func spreadCycleNote(run *Run) string {
+	speed, ok := cycleSpeed(run, "spread/default", "spread/archfilter")
+	if !ok {
+		return ""
+	}
+	note := fmt.Sprintf("In one scheduling cycle of the same pods over upstream's layout of 5 000 nodes, without scheduler_perf's "+
+		"apiserver (run %s, section *%s*), ArchFilter runs at %s of the default profile's cycles per second", run.ID, cycleSection, f2(speed))
+	if lo, hi, ok := roundRange(pairedRatios(run.Results.values(cycleBench("spread/archfilter"), nsPerOp),
+		run.Results.values(cycleBench("spread/default"), nsPerOp))); ok {
+		note += fmt.Sprintf(" (rounds %s–%s)", f2(lo), f2(hi))
+	}
+	return note + "."
+}
+
+// roundRange is the smallest and largest of the rounds' ratios, if there are two or more.
+func roundRange(ratios []float64) (lo, hi float64, ok bool) {
+	if len(ratios) < 2 {
+		return 0, 0, false
+	}
+	return slices.Min(ratios), slices.Max(ratios), true
 }

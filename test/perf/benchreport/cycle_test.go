@@ -32,7 +32,7 @@ func TestCycleRows(t *testing.T) {
 		for c, v := range map[string]float64{
 			"multiarch/default": 1100, "multiarch/minimal": 1200, "multiarch/archfilter": 1210,
 			"multiarch-affinity/default": 1450, "everywhere/default": 1000, "everywhere/minimal": 1015, "everywhere/archfilter": everywhereArchFilter,
-			"s390x/archfilter": 400, "s390x-affinity/default": 2600,
+			"s390x/archfilter": 400, "s390x-affinity/default": 2600, "spread/default": 1800, "spread/archfilter": 1790,
 		} {
 			if c != except {
 				lines = append(lines, cycleLines(c, v*1000, v*1010)...)
@@ -152,6 +152,48 @@ func TestCycleNotes(t *testing.T) {
 			}
 			if len(tc.wantNotes) == 0 && strings.Contains(all, "scheduling cycle") {
 				t.Errorf("notes mention a cycle no run measured:\n%s", all)
+			}
+		})
+	}
+}
+
+// TestSpreadCycleNote: a missed TopologySpreading row says what the scheduling
+// cycle of the same pods measured, with the rounds' range, when a run has it.
+func TestSpreadCycleNote(t *testing.T) {
+	perf := []string{
+		result(perfName("Upstream_TopologySpreading_Default", "500Nodes"), 500, throughput),
+		result(perfName("Upstream_TopologySpreading_ArchFilter", "500Nodes"), 400, throughput),
+	}
+	cycles := append(cycleLines("spread/default", 1.8e6, 2e6), cycleLines("spread/archfilter", 2e6, 1.6e6)...)
+	for _, tc := range []struct {
+		name  string
+		lines []string
+		want  string
+	}{
+		{"with the cycle", append(slices.Clone(perf), cycles...),
+			"ArchFilter runs at 1.06 of the default profile's cycles per second (rounds 0.90–1.25)."},
+		{"without it", perf, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			run := &Run{ID: "A", Scale: small, Results: parse(t, tc.lines...)}
+			var missed []Row
+			for _, row := range upstreamRows([]*Run{run}) {
+				if row.Status == Missed {
+					missed = append(missed, row)
+				}
+			}
+			if len(missed) != 1 {
+				t.Fatalf("want TopologySpreading's row missed, got %+v", missed)
+			}
+			note := missed[0].Note
+			if strings.Contains(note, ". .") {
+				t.Errorf("note %q has an empty sentence", note)
+			}
+			if tc.want != "" && !strings.Contains(note, tc.want) {
+				t.Errorf("note %q lacks %q", note, tc.want)
+			}
+			if tc.want == "" && strings.Contains(note, "scheduling cycle") {
+				t.Errorf("note mentions a cycle no run measured: %q", note)
 			}
 		})
 	}

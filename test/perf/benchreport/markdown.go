@@ -164,7 +164,7 @@ func Document(runs []*Run, rows []Row) string {
 	}
 	// The scheduling cycle's results are in its run's micro-benchmark output.
 	shown := map[string]bool{}
-	for _, run := range []*Run{microRun(runs), cycleRun(runs)} {
+	for _, run := range []*Run{microRun(runs), cycleRun(runs), curveRun(runs)} {
 		if run.ID != "" && !shown[run.ID] {
 			shown[run.ID] = true
 			fmt.Fprintf(&b, "\n### Micro-benchmarks, run %s\n\n```\n%s\n```\n", run.ID, run.MicroBenchstat)
@@ -179,10 +179,10 @@ func Document(runs []*Run, rows []Row) string {
 }
 
 // perfRowsFrom says whether a row other than a micro-benchmark's (or the scheduling
-// cycle's, which come from the same output) comes from the run.
+// cycle's and its curve's, which come from the same output) comes from the run.
 func perfRowsFrom(id string, rows []Row) bool {
 	for _, rw := range rows {
-		if rw.Run == id && rw.Section != microSection && rw.Section != cycleSection {
+		if rw.Run == id && rw.Section != microSection && rw.Section != cycleSection && rw.Section != curveSection {
 			return true
 		}
 	}

@@ -1,6 +1,11 @@
 package benchreport
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+)
 
 // micro describes one micro-benchmark row.
 type micro struct {
@@ -84,6 +89,11 @@ func microRows(r *Results) []Row {
 		}
 		rows = append(rows, rw)
 	}
+	for _, kind := range []string{"tag", "digest"} {
+		if rw, ok := cacheCurveRow(r, kind); ok {
+			rows = append(rows, rw)
+		}
+	}
 	for _, c := range []struct{ label, archFilter, nodeAffinity string }{
 		{"Filter accept: NodeAffinity / ArchFilter", "BenchmarkFilter/accept", "BenchmarkNodeAffinityFilter/accept"},
 		{"Filter on 5 000 nodes: NodeAffinity / ArchFilter", "BenchmarkFilterClusterScan/table", "BenchmarkFilterClusterScan/nodeaffinity"},
@@ -95,4 +105,74 @@ func microRows(r *Results) []Row {
 		}
 	}
 	return rows
+}
+
+// cacheMemoryImages is how many images BenchmarkCacheMemory/<kind> stores; its
+// sub-benchmarks <kind>-<n> store n.
+const cacheMemoryImages = 10000
+
+// cacheCurve lists the image counts BenchmarkCacheMemory measured for kind (tag or
+// digest), ascending, and the benchmark of each.
+func cacheCurve(r *Results, kind string) (counts []int, names map[int]string) {
+	names = map[int]string{}
+	prefix := "BenchmarkCacheMemory/" + kind
+	for _, name := range r.names() {
+		rest, ok := strings.CutPrefix(name, prefix)
+		if !ok {
+			continue
+		}
+		n := cacheMemoryImages
+		if rest != "" {
+			var err error
+			if n, err = strconv.Atoi(strings.TrimPrefix(rest, "-")); err != nil || !strings.HasPrefix(rest, "-") {
+				continue
+			}
+		}
+		if _, ok := r.median(name, "B/image"); ok {
+			names[n] = name
+			counts = append(counts, n)
+		}
+	}
+	slices.Sort(counts)
+	return counts, names
+}
+
+// cacheCurveRow is the resolver cache's memory at each number of distinct images
+// cached, and how it grows: a row only when at least two counts were measured.
+func cacheCurveRow(r *Results, kind string) (Row, bool) {
+	counts, names := cacheCurve(r, kind)
+	if len(counts) < 2 {
+		return Row{}, false
+	}
+	var parts []string
+	for _, n := range counts {
+		img, _ := r.median(names[n], "B/image")
+		total, ok := r.median(names[n], "heap-B")
+		if !ok {
+			total = img * float64(n)
+		}
+		parts = append(parts, fmt.Sprintf("%s images: %s B per image, %s MiB in all", nodeCount(n), f0(img), f1(total/(1<<20))))
+	}
+	lo, hi := counts[0], counts[len(counts)-1]
+	imgLo, _ := r.median(names[lo], "B/image")
+	imgHi, _ := r.median(names[hi], "B/image")
+	result := strings.Join(parts, "; ")
+	if imgLo > 0 {
+		perImage := imgHi / imgLo
+		result += fmt.Sprintf(". From %s to %s images the memory per image changed ×%s", nodeCount(lo), nodeCount(hi), f2(perImage))
+		switch {
+		case perImage > 1.25:
+			result += ": it grows per image, so more than linear in the images cached"
+		case perImage < 0.8:
+			result += ": it falls per image (a fixed part spread over more images), so at most linear in the images cached"
+		default:
+			result += ": constant per image (each image is one cache entry, its parsed reference and an index slot; " +
+				"platform sets are interned), so linear in the images cached, up to cache.maxEntries " +
+				"(100 000 by default), beyond which eviction holds it constant"
+		}
+		result += ". The plugin keeps nothing per image beyond the resolver's cache: its own state is per node " +
+			"(node index, platform table) and per pod held at PreEnqueue."
+	}
+	return Row{Section: microSection, Measurement: "resolver cache memory against distinct images cached, by " + kind,
+		Result: result, Status: NoCheck}, true
 }

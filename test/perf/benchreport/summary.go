@@ -46,6 +46,8 @@ func Summary(runs []*Run) []Row {
 	rows = append(rows, outageRows(runs)...)
 	cycle := cycleRun(runs)
 	rows = append(rows, fromRun(cycle, cycleRows(cycle.Results))...)
+	curve := curveRun(runs)
+	rows = append(rows, fromRun(curve, curveRows(curve.Results))...)
 	micro := microRun(runs)
 	rows = append(rows, fromRun(micro, microRows(micro.Results))...)
 	return rows
@@ -143,7 +145,11 @@ func throughputNote(r *Results, base, subject string, ratio, target float64) str
 				strings.TrimPrefix(n, perfPrefix), f0(br), f0(cr)))
 		}
 	}
-	return fmt.Sprintf("ratio %s against a target of %s. %s.", f2(ratio), f2(target), strings.Join(parts, "; "))
+	note := fmt.Sprintf("ratio %s against a target of %s.", f2(ratio), f2(target))
+	if len(parts) > 0 {
+		note += " " + strings.Join(parts, "; ") + "."
+	}
+	return note
 }
 
 // spreads describes how unit varied over the runs of each named benchmark.
@@ -380,6 +386,11 @@ func upstreamRows(runs []*Run) []Row {
 			rw := ratioRow(r, section, c+" ("+w+")", b, s, upstreamTarget,
 				fmt.Sprintf("%s against %s pods/s (%d runs)", f0(ts), f0(tb), r.runs(s, throughput)))
 			rw.Run = run.ID
+			if c == "TopologySpreading" && rw.Status == Missed {
+				if note := spreadCycleNote(cycleRun(runs)); note != "" {
+					rw.Note += " " + note
+				}
+			}
 			rows = append(rows, rw)
 		}
 	}

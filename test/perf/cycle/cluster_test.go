@@ -87,23 +87,44 @@ type cluster struct {
 	podSeq int
 }
 
+// layout is what a cluster holds before the measured pods come: its nodes, made
+// by makeNode from their index, and pods already bound to each.
+type layout struct {
+	nodes    int
+	makeNode func(i int) *v1.Node
+	// podsPerNode pods of upstream's pod-default template run on each node.
+	podsPerNode int
+}
+
 // newCluster starts the registry, the informers and the scheduler over n nodes
-// and returns once every node is in the scheduler's snapshot and in ArchFilter's
-// node index, and ArchFilter has every image's platforms cached.
+// of the mixed-architecture layout (makeNode) and returns once every node is in
+// the scheduler's snapshot and in ArchFilter's node index, and ArchFilter has
+// every image's platforms cached.
 func newCluster(tb testing.TB, ctx context.Context, n int) *cluster {
 	tb.Helper()
+	return newClusterOf(tb, ctx, layout{nodes: n, makeNode: makeNode})
+}
+
+// newClusterOf is newCluster over the nodes and bound pods of l; it also waits
+// until the scheduler's cache holds the pods.
+func newClusterOf(tb testing.TB, ctx context.Context, l layout) *cluster {
+	tb.Helper()
+	n := l.nodes
 	ctx, cancel := context.WithCancel(ctx)
 	tb.Cleanup(cancel)
 	reg := startRegistry(tb)
 	c := &cluster{registry: reg.Host(), arch: map[string]string{}, archCount: map[string]int{}}
-	nodes := make([]runtime.Object, n)
-	for i := range nodes {
-		node := makeNode(i)
-		nodes[i] = node
+	objects := make([]runtime.Object, 0, n*(1+l.podsPerNode))
+	for i := range n {
+		node := l.makeNode(i)
+		objects = append(objects, node)
 		c.arch[node.Name] = node.Labels[v1.LabelArchStable]
 		c.archCount[node.Labels[v1.LabelArchStable]]++
+		for j := range l.podsPerNode {
+			objects = append(objects, boundPod(fmt.Sprintf("%s-pod-%d", node.Name, j), node.Name))
+		}
 	}
-	cs := fake.NewClientset(nodes...)
+	cs := fake.NewClientset(objects...)
 	factory := informers.NewSharedInformerFactory(cs, 0)
 	broadcaster := events.NewBroadcaster(&events.EventSinkImpl{Interface: cs.EventsV1()})
 	sched, err := scheduler.New(ctx, cs, factory, nil, profile.NewRecorderFactory(broadcaster),
@@ -133,8 +154,28 @@ func newCluster(tb testing.TB, ctx context.Context, n int) *cluster {
 		tb.Fatalf("scheduler's event handlers: %v", err)
 	}
 	c.warmUp(tb, ctx)
+	want := n * l.podsPerNode
+	err = wait.PollUntilContextTimeout(ctx, 5*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		got, err := sched.Cache.PodCount()
+		return got == want, err
+	})
+	if err != nil {
+		got, _ := sched.Cache.PodCount()
+		tb.Fatalf("the scheduler's cache holds %d pods, want %d: %v", got, want, err)
+	}
 	c.waitForNodes(tb, ctx, n)
 	return c
+}
+
+// boundPod is upstream scheduler_perf's pod-default template (100m CPU, 500Mi),
+// already running on node.
+func boundPod(name, node string) *v1.Pod {
+	res := v1.ResourceList{v1.ResourceCPU: resource.MustParse("100m"), v1.ResourceMemory: resource.MustParse("500Mi")}
+	pod := st.MakePod().Namespace("cycle").Name(name).UID(name).Node(node).
+		Containers([]v1.Container{{Name: "pause", Image: "registry.k8s.io/pause:3.10.2",
+			Resources: v1.ResourceRequirements{Requests: res, Limits: res}}}).Obj()
+	pod.Status.Phase = v1.PodRunning
+	return pod
 }
 
 // startRegistry pushes the images' indexes to an in-memory registry (plain HTTP on
@@ -297,6 +338,10 @@ func (c *cluster) waitForNodes(tb testing.TB, ctx context.Context, n int) {
 	}
 	if err := c.sched.Cache.UpdateSnapshot(klog.FromContext(ctx), snapshot); err != nil {
 		tb.Fatal(err)
+	}
+	if c.archCount["s390x"] == 0 {
+		// Nodes without kubernetes.io/arch (upstream's templates): no index to wait for.
+		return
 	}
 	pod := c.makePod("warm-up-index", profileArchFilter, imageS390x, nil)
 	got := 0

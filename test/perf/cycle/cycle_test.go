@@ -37,6 +37,8 @@ type cycleCase struct {
 	affinity []string
 	// allowed are the architectures a pod may be placed on; nil for any.
 	allowed []string
+	// spread gives the pods upstream's topology spread constraint (spreadPod).
+	spread bool
 }
 
 var cases = []cycleCase{
@@ -62,18 +64,49 @@ var cases = []cycleCase{
 // a fresh pod that is never bound, so every cycle sees the same cluster. What
 // scheduler_perf adds around it (queue, binding, apiserver, etcd, the pod creator)
 // is left out, and so is its noise.
+// Its spread/* cases (spreadCases) are upstream TopologySpreading's pods over
+// upstream's layout of benchNodes nodes, in a cluster of their own.
 func BenchmarkSchedulingCycle(b *testing.B) {
 	// The global klog logger at verbosity 0, as a production scheduler logs.
 	ctx, cancel := context.WithCancel(context.Background())
 	b.Cleanup(cancel)
 	c := newCluster(b, ctx, benchNodes)
-	order := slices.Clone(cases)
+	parent := b
+	// The spreading cases' cluster is upstream's, built when the first of them runs
+	// (go test -bench BenchmarkSchedulingCycle/multiarch leaves it out).
+	var spread *cluster
+	for _, tc := range orderedCases(append(slices.Clone(cases), spreadCases...)) {
+		b.Run(tc.name, func(b *testing.B) {
+			if !tc.spread {
+				c.benchCase(b, ctx, tc)
+				return
+			}
+			if spread == nil {
+				// It lives as long as the parent benchmark: a sub-benchmark's cleanups
+				// run after each of its runs, the first of which has b.N = 1.
+				spread = newClusterOf(cleanupTo{TB: b, owner: parent}, ctx, spreadLayout(benchNodes))
+			}
+			spread.benchCase(b, ctx, tc)
+		})
+	}
+}
+
+// cleanupTo is TB, whose cleanups owner runs instead: for what a sub-benchmark
+// builds for its siblings too.
+type cleanupTo struct {
+	testing.TB
+	owner testing.TB
+}
+
+func (c cleanupTo) Cleanup(f func()) { c.owner.Cleanup(f) }
+
+// orderedCases are cs in the order of -reverse.
+func orderedCases(cs []cycleCase) []cycleCase {
+	order := slices.Clone(cs)
 	if *reverse {
 		slices.Reverse(order)
 	}
-	for _, tc := range order {
-		b.Run(tc.name, func(b *testing.B) { c.benchCase(b, ctx, tc) })
-	}
+	return order
 }
 
 // curveNodes are BenchmarkSchedulingCycleNodes' cluster sizes, up to the
@@ -92,8 +125,8 @@ var curveCases = []string{
 // and node affinity cases over clusters of each size of -nodes (sub-benchmarks
 // nodes=<n>/<case>): how each cost grows with the cluster. percentageOfNodesToScore
 // stays adaptive, as in production: a cycle looks for 420 feasible nodes of 1 000
-// (42 %), 500 of 5 000 (10 %) and 750 of 15 000 (5 %). make bench leaves it out (its cluster of
-// 15 000 nodes takes a minute to build); run it with
+// (42 %), 500 of 5 000 (10 %) and 750 of 15 000 (5 %). make bench runs it only when asked
+// (make bench BENCH_CURVE=1000,5000,15000: docs/benchmarks.md's curve section); run it alone with
 // go test ./test/perf/cycle -run '^$' -bench BenchmarkSchedulingCycleNodes [-args -nodes=1000,5000].
 func BenchmarkSchedulingCycleNodes(b *testing.B) {
 	ctx, cancel := context.WithCancel(context.Background())
@@ -128,10 +161,12 @@ func (c *cluster) benchCase(b *testing.B, ctx context.Context, tc cycleCase) {
 	// Each case starts from a collected heap, whatever ran before it.
 	runtime.GC()
 	b.ReportAllocs()
+	var state *framework.CycleState
 	cpu0 := processCPU(b)
 	b.ResetTimer()
 	for i, pod := range pods {
-		res, err := c.sched.SchedulePod(ctx, fw, framework.NewCycleState(), pod)
+		state = framework.NewCycleState()
+		res, err := c.sched.SchedulePod(ctx, fw, state, pod)
 		if err != nil {
 			b.Fatalf("cycle %d: %v", i, err)
 		}
@@ -141,8 +176,22 @@ func (c *cluster) benchCase(b *testing.B, ctx context.Context, tc cycleCase) {
 	// CPU time of the whole process (every goroutine of the cycle's 16) per cycle:
 	// unlike ns/op, it barely moves when other processes take the cores.
 	b.ReportMetric(float64(processCPU(b)-cpu0)/float64(b.N), "cpu-ns/op")
+	if tc.profile == profileArchFilter {
+		// Whether the last cycle skipped ArchFilter's Filter (PreFilter's Skip), so
+		// that the report can say which code a run measured.
+		skipped := 0.0
+		if state.GetSkipFilterPlugins().Has(archfilter.Name) {
+			skipped = 1
+		}
+		b.ReportMetric(skipped, filterSkipMetric)
+	}
 	c.checkPlacements(b, tc, hosts)
 }
+
+// filterSkipMetric is the unit of the metric that says whether ArchFilter's Filter
+// was skipped in a case's cycles (1) or ran (0): test/perf/benchreport words the
+// every-architecture rows by it.
+const filterSkipMetric = "archfilter-filter-skip"
 
 // processCPU is the user and system CPU time the process has used.
 func processCPU(b *testing.B) time.Duration {
@@ -228,7 +277,11 @@ func (c *cluster) queuedPods(tb testing.TB, tc cycleCase, n int) []queuedPod {
 	out := make([]queuedPod, n)
 	for i := range out {
 		c.podSeq++
-		q, err := newQueuedPod(c.makePod(fmt.Sprintf("%s-%d", kind, c.podSeq), tc.profile, tc.img, tc.affinity))
+		pod := c.makePod(fmt.Sprintf("%s-%d", kind, c.podSeq), tc.profile, tc.img, tc.affinity)
+		if tc.spread {
+			spreadPod(pod)
+		}
+		q, err := newQueuedPod(pod)
 		if err != nil {
 			tb.Fatal(err)
 		}

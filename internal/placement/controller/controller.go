@@ -29,11 +29,10 @@ import (
 	"github.com/archfilter/archfilter/apis/annotations"
 	"github.com/archfilter/archfilter/apis/config"
 	"github.com/archfilter/archfilter/internal/placement/metrics"
+	"github.com/archfilter/archfilter/internal/placement/podimages"
 	"github.com/archfilter/archfilter/pkg/decision"
 	"github.com/archfilter/archfilter/pkg/placement"
 	"github.com/archfilter/archfilter/pkg/platform"
-	"github.com/archfilter/archfilter/pkg/podplatform"
-	"github.com/archfilter/archfilter/pkg/resolver"
 )
 
 // Event reasons on the pod.
@@ -55,24 +54,14 @@ const (
 	windowsSyncWait = 10 * time.Second
 )
 
-// Credentials gives the credentials a pod's images may be pulled with.
-type Credentials interface {
-	ForPod(pod *v1.Pod) resolver.Credentials
-}
-
-// Resolver resolves one image (pkg/resolver.Resolver).
-type Resolver interface {
-	Resolve(ctx context.Context, req resolver.Request) resolver.Result
-}
-
 // Options configure the controller.
 type Options struct {
 	Client kubernetes.Interface
 	// Informers is started by the caller after New, which registers the
 	// pods informer and one on the Windows nodes (nodes: list, watch) in it.
 	Informers   informers.SharedInformerFactory
-	Resolver    Resolver
-	Credentials Credentials
+	Resolver    podimages.Resolver
+	Credentials podimages.Credentials
 	Recorder    record.EventRecorder
 	// Settings are the plugin's rules (package decision) from the same
 	// ArchFilterArgs: scope, failurePolicy, maxWait, fallbackPlatforms,
@@ -357,21 +346,14 @@ func (c *Controller) reject(pod *v1.Pod, d *decision.Decision, rec decision.Reco
 // declares them), within maxWait and the time left before deadline, and
 // returns the answers as a lookup for package decision.
 func (c *Controller) resolve(ctx context.Context, pod *v1.Pod, deadline time.Time) decision.Lookup {
-	results := map[string]resolver.Result{}
-	if !decision.Declared(pod) {
-		window := min(c.opts.Settings.MaxWait, deadline.Sub(c.opts.Now()))
-		window = max(window, minResolveWindow)
-		rctx, cancel := context.WithTimeout(ctx, window)
-		defer cancel()
-		creds := c.opts.Credentials.ForPod(pod)
-		for _, image := range podplatform.Images(pod) {
-			results[image] = c.opts.Resolver.Resolve(rctx, resolver.Request{Image: image, Credentials: creds})
-		}
+	if decision.Declared(pod) {
+		return podimages.Lookup(nil)
 	}
-	return func(image string) (resolver.Result, bool) {
-		res, ok := results[image]
-		return res, ok
-	}
+	window := min(c.opts.Settings.MaxWait, deadline.Sub(c.opts.Now()))
+	window = max(window, minResolveWindow)
+	rctx, cancel := context.WithTimeout(ctx, window)
+	defer cancel()
+	return podimages.Resolve(rctx, c.opts.Resolver, c.opts.Credentials, pod)
 }
 
 // setString is a set as a record holds it: "*" for any platform.

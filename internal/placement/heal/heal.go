@@ -31,10 +31,9 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/archfilter/archfilter/internal/placement/metrics"
+	"github.com/archfilter/archfilter/internal/placement/podimages"
 	"github.com/archfilter/archfilter/pkg/decision"
 	"github.com/archfilter/archfilter/pkg/misplaced"
-	"github.com/archfilter/archfilter/pkg/podplatform"
-	"github.com/archfilter/archfilter/pkg/resolver"
 )
 
 // Mode is --misplaced.
@@ -79,24 +78,14 @@ const (
 	unresolvedRetry = 5 * time.Minute
 )
 
-// Credentials gives the credentials a pod's images may be pulled with.
-type Credentials interface {
-	ForPod(pod *v1.Pod) resolver.Credentials
-}
-
-// Resolver resolves one image (pkg/resolver.Resolver).
-type Resolver interface {
-	Resolve(ctx context.Context, req resolver.Request) resolver.Result
-}
-
 // Options configure the watch.
 type Options struct {
 	Client kubernetes.Interface
 	// Informers is started by the caller after New; New registers pods and
 	// nodes informers in it (pods: list, watch; nodes: list, watch).
 	Informers   informers.SharedInformerFactory
-	Resolver    Resolver
-	Credentials Credentials
+	Resolver    podimages.Resolver
+	Credentials podimages.Credentials
 	Recorder    record.EventRecorder
 	Settings    *decision.Settings
 	Namespaces  decision.NamespaceLabels
@@ -271,15 +260,7 @@ func (h *Healer) sync(ctx context.Context, key string) (time.Duration, error) {
 func (h *Healer) resolve(ctx context.Context, pod *v1.Pod) decision.Lookup {
 	rctx, cancel := context.WithTimeout(ctx, resolveTimeout)
 	defer cancel()
-	creds := h.opts.Credentials.ForPod(pod)
-	results := map[string]resolver.Result{}
-	for _, image := range podplatform.Images(pod) {
-		results[image] = h.opts.Resolver.Resolve(rctx, resolver.Request{Image: image, Credentials: creds})
-	}
-	return func(image string) (resolver.Result, bool) {
-		res, ok := results[image]
-		return res, ok
-	}
+	return podimages.Resolve(rctx, h.opts.Resolver, h.opts.Credentials, pod)
 }
 
 // message is the event's text: the node, each finding, and what the companion

@@ -187,9 +187,9 @@ func (c *cluster) unschedulableMessage(name string) string {
 		}
 		for _, cond := range p.Status.Conditions {
 			if cond.Type == v1.PodScheduled && cond.Status == v1.ConditionFalse && cond.Reason == v1.PodReasonUnschedulable {
-				if cond.Message == noNodesYet {
+				if cond.Message == noNodesYet || c.triedBeforeEveryNode(ctx, cond.Message) {
 					// Tried before the scheduler's cache held the test's nodes (a
-					// busy machine); the node's arrival brings the pod back.
+					// busy machine); the nodes' arrival brings the pod back.
 					return false, nil
 				}
 				msg = cond.Message
@@ -244,4 +244,16 @@ func (c *cluster) describe(name string) string {
 		}
 	}
 	return b.String()
+}
+
+// triedBeforeEveryNode reports whether a scheduling failure message ("0/N nodes
+// are available: ...") counted fewer nodes than the API server holds: the cycle
+// ran while the scheduler's cache still lacked some of the test's nodes.
+func (c *cluster) triedBeforeEveryNode(ctx context.Context, msg string) bool {
+	var seen int
+	if _, err := fmt.Sscanf(msg, "0/%d nodes are available", &seen); err != nil {
+		return false
+	}
+	nodes, err := c.cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	return err == nil && seen < len(nodes.Items)
 }

@@ -88,6 +88,25 @@ func TestConfig(t *testing.T) {
 	if upstream != 5*3 {
 		t.Errorf("%d upstream workloads with the default profile, want 5 test cases × 3 scales", upstream)
 	}
+	// The batching workloads come in threes with the same pods: ArchFilter and the
+	// default profile with batching on, and the default profile with it off.
+	batching := 0
+	for name, w := range workloads {
+		tc, wl, _ := strings.Cut(name, "/")
+		base, ok := strings.CutSuffix(tc, "_Default")
+		if !strings.HasPrefix(tc, "Batching_") || !ok {
+			continue
+		}
+		batching++
+		for _, twin := range []string{"_ArchFilter/", "_Unbatched/"} {
+			if other, ok := workloads[base+twin+wl]; !ok || other != w {
+				t.Errorf("%s has no twin %s%s%s with the same pods (got %+v, want %+v)", name, base, twin, wl, other, w)
+			}
+		}
+	}
+	if batching != 2*3 {
+		t.Errorf("%d batching workloads with the default profile, want 2 test cases × 3 scales", batching)
+	}
 	if got := workloads["Upstream_SchedulingPodAffinity_Default/500Nodes"]; got.measuredNamespace != "sched-1" || got.measuredPods != 1000 {
 		t.Errorf("pod affinity measures %+v, want 1000 pods in sched-1", got)
 	}
@@ -122,6 +141,7 @@ func TestConfig(t *testing.T) {
 	wantPlugins := map[string]*schedconfig.Plugins{
 		"archfilter.yaml":          deployed.Profiles[0].Plugins,
 		"archfilter-upstream.yaml": deployed.Profiles[0].Plugins,
+		"archfilter-batching.yaml": deployed.Profiles[0].Plugins,
 		// The same without ArchFilter under filter.
 		"archfilter-multipoint-only.yaml": func() *schedconfig.Plugins {
 			p := deployed.Profiles[0].Plugins.DeepCopy()
@@ -130,7 +150,8 @@ func TestConfig(t *testing.T) {
 		}(),
 	}
 
-	for _, file := range []string{"default.yaml", "archfilter.yaml", "archfilter-multipoint-only.yaml", "archfilter-upstream.yaml"} {
+	for _, file := range []string{"default.yaml", "default-batching.yaml", "archfilter.yaml", "archfilter-multipoint-only.yaml",
+		"archfilter-upstream.yaml", "archfilter-batching.yaml"} {
 		t.Run(file, func(t *testing.T) {
 			logger, _ := ktesting.NewTestContext(t)
 			cfg, err := options.LoadConfigFromFile(logger, filepath.Join(rendered, "scheduler", file))
@@ -140,8 +161,20 @@ func TestConfig(t *testing.T) {
 			if len(cfg.Profiles) != 1 || cfg.Profiles[0].SchedulerName != "default-scheduler" {
 				t.Fatalf("want one default-scheduler profile, got %+v", cfg.Profiles)
 			}
+			if strings.Contains(file, "batching") {
+				// Upstream's batching workloads turn system-default spreading off.
+				var spread *schedconfig.PodTopologySpreadArgs
+				for _, pc := range cfg.Profiles[0].PluginConfig {
+					if a, ok := pc.Args.(*schedconfig.PodTopologySpreadArgs); ok {
+						spread = a
+					}
+				}
+				if spread == nil || spread.DefaultingType != schedconfig.ListDefaulting || len(spread.DefaultConstraints) != 0 {
+					t.Errorf("PodTopologySpread args %+v, want List defaulting without constraints", spread)
+				}
+			}
 			args := archFilterArgs(cfg.Profiles[0])
-			if file == "default.yaml" {
+			if strings.HasPrefix(file, "default") {
 				if args != nil {
 					t.Errorf("the baseline configures ArchFilter: %+v", args)
 				}
@@ -151,7 +184,7 @@ func TestConfig(t *testing.T) {
 				t.Fatal("no ArchFilter args")
 			}
 			wantRegistries := 3
-			if file == "archfilter-upstream.yaml" {
+			if file == "archfilter-upstream.yaml" || file == "archfilter-batching.yaml" {
 				wantRegistries = 4
 				if m := args.Registries[3]; m.Host != "registry.k8s.io" || len(m.Mirrors) != 1 || m.Mirrors[0] != args.Registries[0].Host {
 					t.Errorf("registry.k8s.io is not mirrored by the warm registry: %+v", m)

@@ -106,6 +106,9 @@ func (o *observer) prepare(tCtx ktesting.TContext) error {
 //	held-pods            pods ArchFilter held at PreEnqueue (archfilter_pods_held_total)
 //	released-timeout     held pods released by maxWait rather than an answer
 //	fail-open            cycles that ignored unresolved images (failurePolicy Ignore)
+//	batch-hint-used/pod  cycles that took opportunistic batching's hint (the previous
+//	                     cycle's next-best node for a pod of the same signature), per pod
+//	batch-attempts/pod   cycles that asked for one (scheduler_batch_attempts_total), per pod
 //	<reg>-req/image      requests the registry answered per distinct image of the pods
 //	<reg>-manifest-req/image  the manifest GETs and HEADs among them
 func (o *observer) report(b *testing.B, wr *workloadRun, before map[*registry]int) {
@@ -127,6 +130,9 @@ func (o *observer) report(b *testing.B, wr *workloadRun, before map[*registry]in
 		b.ReportMetric(c.held, "held-pods")
 		b.ReportMetric(c.releasedTimeout, "released-timeout")
 		b.ReportMetric(c.failOpen, "fail-open")
+		// Opportunistic batching: cycles that reused the previous cycle's scores.
+		b.ReportMetric(c.batchHintUsed/float64(wr.want.totalPods), "batch-hint-used/pod")
+		b.ReportMetric(c.batchAttempts/float64(wr.want.totalPods), "batch-attempts/pod")
 	} else {
 		b.Errorf("the scheduler's counters were not read: %d of %d pods were bound", wr.totalBound, wr.want.totalPods)
 	}
@@ -250,6 +256,7 @@ func (wr *workloadRun) stop() {
 type counters struct {
 	scheduled, unschedulable, errors float64 // scheduler_schedule_attempts_total by result
 	held, releasedTimeout, failOpen  float64
+	batchAttempts, batchHintUsed     float64 // scheduler_batch_attempts_total: all, and result hint_used
 }
 
 func readCounters() (*counters, error) {
@@ -277,6 +284,14 @@ func readCounters() (*counters, error) {
 					c.unschedulable += v
 				case "error":
 					c.errors += v
+				}
+			case "scheduler_batch_attempts_total":
+				if labels["profile"] != "default-scheduler" {
+					continue
+				}
+				c.batchAttempts += v
+				if labels["result"] == "hint_used" {
+					c.batchHintUsed += v
 				}
 			case "archfilter_pods_held_total":
 				c.held += v

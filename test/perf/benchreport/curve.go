@@ -41,6 +41,7 @@ var curveCases = []curveCase{
 	{"multiarch/archfilter", "multi-arch pods, default + ArchFilter (rejects the s390x nodes)", 10, 9, false},
 	{"multiarch-affinity/default", "multi-arch pods with required nodeAffinity In [amd64, arm64], default profile", 10, 9, false},
 	{"everywhere/default", "images of every node architecture, default profile", 10, 10, false},
+	{"everywhere/skip-floor", "images of every node architecture, default + a plugin whose PreFilter always returns Skip (the floor)", 10, 10, false},
 	{"everywhere/archfilter", "images of every node architecture, default + ArchFilter (rejects no node", 10, 10, true},
 	{"s390x/archfilter", "s390x-only pods, default + ArchFilter (PreFilterResult: the s390x nodes only)", 1, 10, false},
 	{"s390x-affinity/default", "s390x-only pods with required nodeAffinity In [s390x], default profile", 10, 1, false},
@@ -51,6 +52,7 @@ var curveRatios = []struct{ label, base, subject string }{
 	{"cycles/s ratio ArchFilter / default, multi-arch pods (the default rejects no node: reference)", "multiarch/default", "multiarch/archfilter"},
 	{"cycles/s ratio ArchFilter / required nodeAffinity, multi-arch pods", "multiarch-affinity/default", "multiarch/archfilter"},
 	{"cycles/s ratio ArchFilter / default, images of every architecture", "everywhere/default", "everywhere/archfilter"},
+	{"cycles/s ratio skip floor / default, images of every architecture", "everywhere/default", "everywhere/skip-floor"},
 	{"cycles/s ratio ArchFilter / nodeAffinity, s390x-only pods", "s390x-affinity/default", "s390x/archfilter"},
 }
 

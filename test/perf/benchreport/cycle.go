@@ -58,11 +58,14 @@ var cycleCases = []struct {
 	{"multiarch-affinity/default", "multi-arch pods with required nodeAffinity kubernetes.io/arch In [amd64, arm64], default profile", false},
 	{"everywhere/default", "images of every node architecture, default profile", false},
 	{"everywhere/minimal", "images of every node architecture, default + a minimal Filter plugin allowing every architecture by label", false},
+	{"everywhere/skip-floor", "images of every node architecture, default + a plugin whose PreFilter always returns Skip (what the framework charges a Filter plugin that is skipped)", false},
 	{"everywhere/archfilter", "images of every node architecture, default + ArchFilter (rejects no node", true},
 	{"s390x/archfilter", "s390x-only pods, default + ArchFilter (PreFilterResult node index)", false},
 	{"s390x-affinity/default", "s390x-only pods with required nodeAffinity In [s390x], default profile", false},
 	{"spread/default", "upstream TopologySpreading's pods (zone spread, 2 bound pods per node, no node labelled with an architecture), default profile", false},
 	{"spread/archfilter", "upstream TopologySpreading's pods, default + ArchFilter (warm cache", true},
+	{"preempt/default", "upstream PreemptionBasic's high-priority pods (4 low-priority pods fill each node: Filter rejects every node, then DefaultPreemption dry-runs its candidates), default profile", false},
+	{"preempt/archfilter", "upstream PreemptionBasic's high-priority pods, default + ArchFilter (warm cache", true},
 }
 
 // cycleRatio compares two cases of BenchmarkSchedulingCycle by cycles per second:
@@ -84,12 +87,18 @@ var cycleRatios = []cycleRatio{
 		"everywhere/default", "everywhere/minimal", 0},
 	{"cycles/s ratio ArchFilter / minimal plugin, images of every architecture",
 		"everywhere/minimal", "everywhere/archfilter", 0},
+	{"cycles/s ratio skip floor / default, images of every architecture: what any Filter plugin costs when its PreFilter returns Skip",
+		"everywhere/default", "everywhere/skip-floor", 0},
+	{"cycles/s ratio ArchFilter / skip floor, images of every architecture: ArchFilter's own cost above that floor",
+		"everywhere/skip-floor", "everywhere/archfilter", 0},
 	{"cycles/s ratio ArchFilter / nodeAffinity, s390x-only pods",
 		"s390x-affinity/default", "s390x/archfilter", 4},
 	{"for reference: cycles/s ratio ArchFilter / default, multi-arch pods (the default rejects no node)",
 		"multiarch/default", "multiarch/archfilter", 0},
 	{"cycles/s ratio ArchFilter / default, upstream TopologySpreading's pods: what ArchFilter adds to that workload's cycle",
 		"spread/default", "spread/archfilter", 0},
+	{"cycles/s ratio ArchFilter / default, upstream PreemptionBasic's pods: what ArchFilter adds to a failed cycle and its preemption",
+		"preempt/default", "preempt/archfilter", 0},
 }
 
 // cycleRun is the run the scheduling cycle's rows come from: the newest that ran
@@ -198,6 +207,13 @@ func everywhereCycleNote(run *Run) string {
 			"cover every platform of its node table, and Reserve checks the one chosen node), so what ArchFilter " +
 			"adds is per pod (PreFilter, PreScore, Reserve), not per examined node, while the minimal plugin's cost " +
 			"is one more Filter call on every examined node."
+		floor, ok1 := cycleSpeed(run, "everywhere/default", "everywhere/skip-floor")
+		above, ok2 := cycleSpeed(run, "everywhere/skip-floor", "everywhere/archfilter")
+		if ok1 && ok2 {
+			note += fmt.Sprintf(" A plugin that does nothing but return Skip from PreFilter runs at %s of the default "+
+				"profile's cycles per second (the framework still calls its PreFilter and looks its name up in the skip set "+
+				"for every examined node), and ArchFilter at %s of that floor.", f2(floor), f2(above))
+		}
 	case known:
 		note += ": that run's cycles called ArchFilter's Filter on every examined node, so most of the cost is one more " +
 			"Filter plugin called on every examined node, which no Filter plugin avoids."
@@ -219,17 +235,19 @@ func s390xCycleNote(run *Run) string {
 		"caps the ArchFilter side at about the pace of every other workload of the run.", f1(speed), run.ID, cycleSection)
 }
 
-// spreadCycleNote says what ArchFilter costs the cycle of upstream TopologySpreading's
-// pods, when scheduler_perf's end-to-end ratio for that workload falls short.
-func spreadCycleNote(run *Run) string {
-	speed, ok := cycleSpeed(run, "spread/default", "spread/archfilter")
+// upstreamCycleNote says what ArchFilter costs the cycle of an upstream workload's
+// pods (cases <kind>/default and <kind>/archfilter, over upstream's layout, in the
+// words of what), when scheduler_perf's end-to-end ratio for that workload falls short.
+func upstreamCycleNote(run *Run, kind, what string) string {
+	base, subject := kind+"/default", kind+"/archfilter"
+	speed, ok := cycleSpeed(run, base, subject)
 	if !ok {
 		return ""
 	}
-	note := fmt.Sprintf("In one scheduling cycle of the same pods over upstream's layout of 5 000 nodes, without scheduler_perf's "+
-		"apiserver (run %s, section *%s*), ArchFilter runs at %s of the default profile's cycles per second", run.ID, cycleSection, f2(speed))
-	if lo, hi, ok := roundRange(pairedRatios(run.Results.values(cycleBench("spread/archfilter"), nsPerOp),
-		run.Results.values(cycleBench("spread/default"), nsPerOp))); ok {
+	note := fmt.Sprintf("In one scheduling cycle of %s over upstream's layout of 5 000 nodes, without scheduler_perf's "+
+		"apiserver (run %s, section *%s*), ArchFilter runs at %s of the default profile's cycles per second", what, run.ID, cycleSection, f2(speed))
+	if lo, hi, ok := roundRange(pairedRatios(run.Results.values(cycleBench(subject), nsPerOp),
+		run.Results.values(cycleBench(base), nsPerOp))); ok {
 		note += fmt.Sprintf(" (rounds %s–%s)", f2(lo), f2(hi))
 	}
 	return note + "."

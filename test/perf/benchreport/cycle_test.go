@@ -33,6 +33,7 @@ func TestCycleRows(t *testing.T) {
 			"multiarch/default": 1100, "multiarch/minimal": 1200, "multiarch/archfilter": 1210,
 			"multiarch-affinity/default": 1450, "everywhere/default": 1000, "everywhere/minimal": 1015, "everywhere/archfilter": everywhereArchFilter,
 			"s390x/archfilter": 400, "s390x-affinity/default": 2600, "spread/default": 1800, "spread/archfilter": 1790,
+			"everywhere/skip-floor": 1005, "preempt/default": 9000, "preempt/archfilter": 9050,
 		} {
 			if c != except {
 				lines = append(lines, cycleLines(c, v*1000, v*1010)...)

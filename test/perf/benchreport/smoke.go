@@ -40,8 +40,16 @@ func SmokeChecks(r *Results, workload string) []Check {
 	fo, _ := r.sum(cold, failOpen)
 	check(h > 0, "ColdCache_ArchFilter held its pods at PreEnqueue (held: %v), so the check above means something", h)
 	check(fo == 0, "ColdCache_ArchFilter resolved every image (failed open: %v)", fo)
+	// Opportunistic batching (Kubernetes 1.35+) stays on with ArchFilter in the profile.
+	hb, okb := r.median(perfName("Batching_HostPort_Default", smokeBatchingWorkload), batchHintUsed)
+	hs, oks := r.median(perfName("Batching_HostPort_ArchFilter", smokeBatchingWorkload), batchHintUsed)
+	check(okb && oks && hb > 0 && hs >= batchingHintShare*hb,
+		"Batching_HostPort: ArchFilter's profile batches as the default does (cycles that took the batching hint per pod: default %v, ArchFilter %v)", hb, hs)
 	return checks
 }
+
+// smokeBatchingWorkload is the Batching_* test cases' smoke-sized workload.
+const smokeBatchingWorkload = "50Nodes"
 
 // Smoke writes the verdict of every gate to w, one a line, and fails if any gate does.
 func Smoke(r *Results, workload string, w io.Writer) error {

@@ -16,6 +16,12 @@ func TestSmokeChecks(t *testing.T) {
 	accept := result("BenchmarkFilter/accept", 108.7, "ns/op", 0, "B/op", 0, "allocs/op")
 	mixedOK := result(mixed, 0, "extra-attempts", 1, "held-pods", 0, "fail-open")
 	coldOK := result(cold, 0, "extra-attempts", 100, "held-pods", 0, "fail-open")
+	batchDefault := result(perfName("Batching_HostPort_Default", smokeBatchingWorkload), 0.96, "batch-hint-used/pod")
+	batchArchFilter := func(v float64) string {
+		return result(perfName("Batching_HostPort_ArchFilter", smokeBatchingWorkload), v, "batch-hint-used/pod")
+	}
+	batchOK := []string{batchDefault, batchArchFilter(0.96)}
+	const batchMsg = "Batching_HostPort: ArchFilter's profile batches as the default does (cycles that took the batching hint per pod: default %v, ArchFilter %v)"
 	tests := []struct {
 		name       string
 		lines      []string
@@ -23,21 +29,21 @@ func TestSmokeChecks(t *testing.T) {
 	}{
 		{
 			name:  "every gate passes",
-			lines: []string{accept, mixedOK, coldOK},
+			lines: append([]string{accept, mixedOK, coldOK}, batchOK...),
 		},
 		{
 			name:       "Filter allocates on the accept path",
-			lines:      []string{result("BenchmarkFilter/accept", 130, "ns/op", 16, "B/op", 1, "allocs/op"), mixedOK, coldOK},
+			lines:      append([]string{result("BenchmarkFilter/accept", 130, "ns/op", 16, "B/op", 1, "allocs/op"), mixedOK, coldOK}, batchOK...),
 			wantFailed: []string{"ArchFilter Filter allocates nothing on the accept path (allocs/op: 1, found: true)"},
 		},
 		{
 			name:       "Filter allocates in one run of several",
-			lines:      []string{accept, result("BenchmarkFilter/accept", 130, "ns/op", 16, "B/op", 1, "allocs/op"), mixedOK, coldOK},
+			lines:      append([]string{accept, result("BenchmarkFilter/accept", 130, "ns/op", 16, "B/op", 1, "allocs/op"), mixedOK, coldOK}, batchOK...),
 			wantFailed: []string{"ArchFilter Filter allocates nothing on the accept path (allocs/op: 0.5, found: true)"},
 		},
 		{
 			name:       "Filter benchmark did not run",
-			lines:      []string{result("BenchmarkFilter/reject", 222.3, "ns/op", 80, "B/op", 2, "allocs/op"), mixedOK, coldOK},
+			lines:      append([]string{result("BenchmarkFilter/reject", 222.3, "ns/op", 80, "B/op", 2, "allocs/op"), mixedOK, coldOK}, batchOK...),
 			wantFailed: []string{"ArchFilter Filter allocates nothing on the accept path (allocs/op: 0, found: false)"},
 		},
 		{
@@ -46,38 +52,49 @@ func TestSmokeChecks(t *testing.T) {
 			wantFailed: []string{
 				"scheduler_perf workloads ran (0)",
 				"ColdCache_ArchFilter held its pods at PreEnqueue (held: 0), so the check above means something",
+				fmt.Sprintf(batchMsg, 0, 0),
 			},
 		},
 		{
+			name:       "ArchFilter's profile does not batch",
+			lines:      []string{accept, mixedOK, coldOK, batchDefault, batchArchFilter(0)},
+			wantFailed: []string{fmt.Sprintf(batchMsg, 0.96, 0)},
+		},
+		{
+			name:       "nothing batched at all: the check proves nothing",
+			lines:      []string{accept, mixedOK, coldOK, result(perfName("Batching_HostPort_Default", smokeBatchingWorkload), 0, "batch-hint-used/pod"), batchArchFilter(0)},
+			wantFailed: []string{fmt.Sprintf(batchMsg, 0, 0)},
+		},
+		{
 			name:       "held pods attempted: extra scheduling attempts",
-			lines:      []string{accept, result(mixed, 2, "extra-attempts", 1, "held-pods"), coldOK},
+			lines:      append([]string{accept, result(mixed, 2, "extra-attempts", 1, "held-pods"), coldOK}, batchOK...),
 			wantFailed: []string{"MixedArch_ArchFilter/50Nodes_100Pods: no scheduling attempts beyond one per pod (extra: 2)"},
 		},
 		{
 			name:       "extra attempts count over every round",
-			lines:      []string{accept, mixedOK, coldOK, result(cold, 1, "extra-attempts", 100, "held-pods", 0, "fail-open")},
+			lines:      append([]string{accept, mixedOK, coldOK, result(cold, 1, "extra-attempts", 100, "held-pods", 0, "fail-open")}, batchOK...),
 			wantFailed: []string{"ColdCache_ArchFilter/50Nodes_100Pods: no scheduling attempts beyond one per pod (extra: 1)"},
 		},
 		{
 			name:       "a workload without the observer's extra-attempts",
-			lines:      []string{accept, result(mixed, 0.5, "SchedulingThroughput/Average"), coldOK},
+			lines:      append([]string{accept, result(mixed, 0.5, "SchedulingThroughput/Average"), coldOK}, batchOK...),
 			wantFailed: []string{"MixedArch_ArchFilter/50Nodes_100Pods: no scheduling attempts beyond one per pod (extra: 0)"},
 		},
 		{
 			name:       "cold cache held no pod, so attempts prove nothing",
-			lines:      []string{accept, mixedOK, result(cold, 0, "extra-attempts", 0, "held-pods", 0, "fail-open")},
+			lines:      append([]string{accept, mixedOK, result(cold, 0, "extra-attempts", 0, "held-pods", 0, "fail-open")}, batchOK...),
 			wantFailed: []string{"ColdCache_ArchFilter held its pods at PreEnqueue (held: 0), so the check above means something"},
 		},
 		{
 			name:       "cold cache failed open",
-			lines:      []string{accept, mixedOK, result(cold, 0, "extra-attempts", 100, "held-pods", 3, "fail-open")},
+			lines:      append([]string{accept, mixedOK, result(cold, 0, "extra-attempts", 100, "held-pods", 3, "fail-open")}, batchOK...),
 			wantFailed: []string{"ColdCache_ArchFilter resolved every image (failed open: 3)"},
 		},
 		{
 			name: "another scale's workloads are not judged",
-			lines: []string{accept, mixedOK, coldOK,
+			lines: append([]string{accept, mixedOK, coldOK,
 				result(perfName("MixedArch_ArchFilter", "500Nodes_2000Pods"), 5, "extra-attempts"),
-				result(perfName("ColdCache_ArchFilter", "500Nodes_2000Pods"), 0, "held-pods", 7, "fail-open")},
+				result(perfName("ColdCache_ArchFilter", "500Nodes_2000Pods"), 0, "held-pods", 7, "fail-open")}, batchOK...),
 		},
 	}
 	for _, tc := range tests {
@@ -118,6 +135,7 @@ func TestSmoke(t *testing.T) {
 				"ok:   S390xOnly_NodeAffinity/50Nodes_100Pods: no scheduling attempts beyond one per pod (extra: 0)",
 				"ok:   ColdCache_ArchFilter held its pods at PreEnqueue (held: 100), so the check above means something",
 				"ok:   ColdCache_ArchFilter resolved every image (failed open: 0)",
+				"ok:   Batching_HostPort: ArchFilter's profile batches as the default does (cycles that took the batching hint per pod: default 0.9608, ArchFilter 0.9608)",
 			},
 		},
 		{
@@ -127,13 +145,14 @@ func TestSmoke(t *testing.T) {
 					result("BenchmarkFilter/accept", 130, "ns/op", 16, "B/op", 1, "allocs/op"),
 					result(perfName("ColdCache_ArchFilter", smokeWorkload), 0, "extra-attempts", 100, "held-pods", 2, "fail-open"))
 			},
-			wantErr: "2 smoke check(s) failed",
+			wantErr: "3 smoke check(s) failed",
 			want: []string{
 				"FAIL: ArchFilter Filter allocates nothing on the accept path (allocs/op: 1, found: true)",
 				"ok:   scheduler_perf workloads ran (1)",
 				"ok:   ColdCache_ArchFilter/50Nodes_100Pods: no scheduling attempts beyond one per pod (extra: 0)",
 				"ok:   ColdCache_ArchFilter held its pods at PreEnqueue (held: 100), so the check above means something",
 				"FAIL: ColdCache_ArchFilter resolved every image (failed open: 2)",
+				"FAIL: Batching_HostPort: ArchFilter's profile batches as the default does (cycles that took the batching hint per pod: default 0, ArchFilter 0)",
 			},
 		},
 	}

@@ -42,6 +42,7 @@ func Summary(runs []*Run) []Row {
 	var rows []Row
 	rows = append(rows, throughputRows(runs)...)
 	rows = append(rows, upstreamRows(runs)...)
+	rows = append(rows, batchingRows(runs)...)
 	rows = append(rows, coldCacheRows(runs)...)
 	rows = append(rows, outageRows(runs)...)
 	cycle := cycleRun(runs)
@@ -343,6 +344,13 @@ func outageRows(runs []*Run) []Row {
 // at upstream's sizes (test/perf/config/performance-config.yaml).
 var upstreamCases = []string{"SchedulingBasic", "SchedulingNodeAffinity", "SchedulingPodAffinity", "TopologySpreading", "PreemptionBasic"}
 
+// upstreamCycleKinds are the upstream test cases test/perf/cycle also measures in one
+// scheduling cycle: their case kind there, and the pods' description.
+var upstreamCycleKinds = map[string]struct{ kind, what string }{
+	"TopologySpreading": {"spread", "the same pods"},
+	"PreemptionBasic":   {"preempt", "the same pods (Filter rejects every node, then DefaultPreemption)"},
+}
+
 // upstreamTarget is the no-regression bar for upstream's workloads: turning
 // ArchFilter on costs at most 5 % of their throughput.
 const upstreamTarget = 0.95
@@ -386,8 +394,8 @@ func upstreamRows(runs []*Run) []Row {
 			rw := ratioRow(r, section, c+" ("+w+")", b, s, upstreamTarget,
 				fmt.Sprintf("%s against %s pods/s (%d runs)", f0(ts), f0(tb), r.runs(s, throughput)))
 			rw.Run = run.ID
-			if c == "TopologySpreading" && rw.Status == Missed {
-				if note := spreadCycleNote(cycleRun(runs)); note != "" {
+			if k, measured := upstreamCycleKinds[c]; measured && rw.Status == Missed {
+				if note := upstreamCycleNote(cycleRun(runs), k.kind, k.what); note != "" {
 					rw.Note += " " + note
 				}
 			}

@@ -14,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -44,6 +46,9 @@ const (
 	// architecture: what any Filter plugin that checks the architecture costs when
 	// it rejects nothing.
 	profileMinimalAll = "minimal-all"
+	// profileSkipFloor adds skipFloor as the manifest adds ArchFilter: a Filter
+	// plugin that is always skipped.
+	profileSkipFloor = "skip-floor"
 	// profileArchFilter is manifests/scheduler-config/default-scheduler.yaml's
 	// profile: the default plugins plus ArchFilter under multiPoint and filter.
 	profileArchFilter = "archfilter"
@@ -78,6 +83,8 @@ var defaultScheduler = filepath.Join("..", "..", "..", "manifests", "scheduler-c
 // that runs while it does (no scheduling loop, no apiserver, no binding).
 type cluster struct {
 	sched    *scheduler.Scheduler
+	client   *fake.Clientset
+	pods     corelisters.PodLister
 	registry string
 	// arch is each node's architecture, by name.
 	arch map[string]string
@@ -92,8 +99,10 @@ type cluster struct {
 type layout struct {
 	nodes    int
 	makeNode func(i int) *v1.Node
-	// podsPerNode pods of upstream's pod-default template run on each node.
+	// podsPerNode pods run on each node: upstream's pod-default template (boundPod),
+	// or boundPodOf's when it is set.
 	podsPerNode int
+	boundPodOf  func(name, node string) *v1.Pod
 }
 
 // newCluster starts the registry, the informers and the scheduler over n nodes
@@ -121,10 +130,20 @@ func newClusterOf(tb testing.TB, ctx context.Context, l layout) *cluster {
 		c.arch[node.Name] = node.Labels[v1.LabelArchStable]
 		c.archCount[node.Labels[v1.LabelArchStable]]++
 		for j := range l.podsPerNode {
-			objects = append(objects, boundPod(fmt.Sprintf("%s-pod-%d", node.Name, j), node.Name))
+			newPod := boundPod
+			if l.boundPodOf != nil {
+				newPod = l.boundPodOf
+			}
+			objects = append(objects, newPod(fmt.Sprintf("%s-pod-%d", node.Name, j), node.Name))
 		}
 	}
 	cs := fake.NewClientset(objects...)
+	// The cluster stays as built: the writes a cycle's PostFilter makes (preemption
+	// deletes its victims and clears nominations, asynchronously) are accepted and
+	// dropped, so that every preemption cycle sees the same victims.
+	for _, verb := range []string{"delete", "patch", "update"} {
+		cs.PrependReactor(verb, "pods", func(clienttesting.Action) (bool, runtime.Object, error) { return true, nil, nil })
+	}
 	factory := informers.NewSharedInformerFactory(cs, 0)
 	broadcaster := events.NewBroadcaster(&events.EventSinkImpl{Interface: cs.EventsV1()})
 	sched, err := scheduler.New(ctx, cs, factory, nil, profile.NewRecorderFactory(broadcaster),
@@ -133,6 +152,7 @@ func newClusterOf(tb testing.TB, ctx context.Context, l layout) *cluster {
 			archfilter.Name: archfilter.New,
 			minimalName:     newMinimalArchFilter(minimalName, minimalAllowed...),
 			minimalAllName:  newMinimalArchFilter(minimalAllName, minimalAllAllowed...),
+			skipFloorName:   newSkipFloor,
 		}))
 	if err != nil {
 		tb.Fatalf("scheduler.New: %v", err)
@@ -144,6 +164,8 @@ func newClusterOf(tb testing.TB, ctx context.Context, l layout) *cluster {
 		broadcaster.Shutdown()
 	})
 	c.sched = sched
+	c.client = cs
+	c.pods = factory.Core().V1().Pods().Lister()
 	factory.Start(ctx.Done())
 	for typ, ok := range factory.WaitForCacheSync(ctx.Done()) {
 		if !ok {
@@ -214,6 +236,14 @@ profiles:
     filter:
       enabled:
       - name: `+minimalAllName+`
+- schedulerName: `+profileSkipFloor+`
+  plugins:
+    multiPoint:
+      enabled:
+      - name: `+skipFloorName+`
+    filter:
+      enabled:
+      - name: `+skipFloorName+`
 `))
 	data, err := os.ReadFile(defaultScheduler)
 	if err != nil {

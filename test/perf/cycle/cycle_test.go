@@ -39,6 +39,9 @@ type cycleCase struct {
 	allowed []string
 	// spread gives the pods upstream's topology spread constraint (spreadPod).
 	spread bool
+	// preempt makes the pods upstream's high-priority ones (highPriority): each
+	// cycle fails and preempts (preemptCycle).
+	preempt bool
 }
 
 var cases = []cycleCase{
@@ -51,6 +54,7 @@ var cases = []cycleCase{
 		affinity: []string{"amd64", "arm64"}, allowed: []string{"amd64", "arm64"}},
 	{name: "everywhere/default", profile: profileDefault, img: imageEverywhere},
 	{name: "everywhere/minimal", profile: profileMinimalAll, img: imageEverywhere, allowed: minimalAllAllowed},
+	{name: "everywhere/skip-floor", profile: profileSkipFloor, img: imageEverywhere},
 	{name: "everywhere/archfilter", profile: profileArchFilter, img: imageEverywhere, allowed: []string{"amd64", "arm64", "s390x"}},
 	{name: "s390x/archfilter", profile: profileArchFilter, img: imageS390x, allowed: []string{"s390x"}},
 	{name: "s390x-affinity/default", profile: profileDefault, img: imageS390x,
@@ -65,29 +69,40 @@ var cases = []cycleCase{
 // scheduler_perf adds around it (queue, binding, apiserver, etcd, the pod creator)
 // is left out, and so is its noise.
 // Its spread/* cases (spreadCases) are upstream TopologySpreading's pods over
-// upstream's layout of benchNodes nodes, in a cluster of their own.
+// upstream's layout of benchNodes nodes, and its preempt/* cases (preemptCases)
+// upstream PreemptionBasic's, each in a cluster of their own.
 func BenchmarkSchedulingCycle(b *testing.B) {
 	// The global klog logger at verbosity 0, as a production scheduler logs.
 	ctx, cancel := context.WithCancel(context.Background())
 	b.Cleanup(cancel)
-	c := newCluster(b, ctx, benchNodes)
 	parent := b
-	// The spreading cases' cluster is upstream's, built when the first of them runs
-	// (go test -bench BenchmarkSchedulingCycle/multiarch leaves it out).
-	var spread *cluster
-	for _, tc := range orderedCases(append(slices.Clone(cases), spreadCases...)) {
-		b.Run(tc.name, func(b *testing.B) {
-			if !tc.spread {
-				c.benchCase(b, ctx, tc)
-				return
-			}
+	// Each layout's cluster is built when the first of its cases runs (go test -bench
+	// BenchmarkSchedulingCycle/multiarch leaves the others out), and lives as long as
+	// the parent benchmark: a sub-benchmark's cleanups run after each of its runs, the
+	// first of which has b.N = 1.
+	var mixed, spread, preempt *cluster
+	clusterFor := func(b *testing.B, tc cycleCase) *cluster {
+		owner := cleanupTo{TB: b, owner: parent}
+		switch {
+		case tc.spread:
 			if spread == nil {
-				// It lives as long as the parent benchmark: a sub-benchmark's cleanups
-				// run after each of its runs, the first of which has b.N = 1.
-				spread = newClusterOf(cleanupTo{TB: b, owner: parent}, ctx, spreadLayout(benchNodes))
+				spread = newClusterOf(owner, ctx, spreadLayout(benchNodes))
 			}
-			spread.benchCase(b, ctx, tc)
-		})
+			return spread
+		case tc.preempt:
+			if preempt == nil {
+				preempt = newClusterOf(owner, ctx, preemptLayout(benchNodes))
+			}
+			return preempt
+		}
+		if mixed == nil {
+			mixed = newCluster(owner, ctx, benchNodes)
+		}
+		return mixed
+	}
+	all := slices.Concat(cases, spreadCases, preemptCases)
+	for _, tc := range orderedCases(all) {
+		b.Run(tc.name, func(b *testing.B) { clusterFor(b, tc).benchCase(b, ctx, tc) })
 	}
 }
 
@@ -117,7 +132,7 @@ var curveNodes = flag.String("nodes", "1000,5000,15000", "BenchmarkSchedulingCyc
 // profile and against required node affinity.
 var curveCases = []string{
 	"multiarch/default", "multiarch/archfilter", "multiarch-affinity/default",
-	"everywhere/default", "everywhere/archfilter",
+	"everywhere/default", "everywhere/skip-floor", "everywhere/archfilter",
 	"s390x/archfilter", "s390x-affinity/default",
 }
 
@@ -157,6 +172,9 @@ func BenchmarkSchedulingCycleNodes(b *testing.B) {
 func (c *cluster) benchCase(b *testing.B, ctx context.Context, tc cycleCase) {
 	fw := c.sched.Profiles[tc.profile]
 	pods := c.queuedPods(b, tc, b.N)
+	if tc.preempt {
+		c.createPods(b, ctx, pods)
+	}
 	hosts := make([]string, b.N)
 	// Each case starts from a collected heap, whatever ran before it.
 	runtime.GC()
@@ -166,6 +184,10 @@ func (c *cluster) benchCase(b *testing.B, ctx context.Context, tc cycleCase) {
 	b.ResetTimer()
 	for i, pod := range pods {
 		state = framework.NewCycleState()
+		if tc.preempt {
+			hosts[i] = c.preemptCycle(b, ctx, fw, state, pod)
+			continue
+		}
 		res, err := c.sched.SchedulePod(ctx, fw, state, pod)
 		if err != nil {
 			b.Fatalf("cycle %d: %v", i, err)
@@ -212,8 +234,9 @@ func TestSchedulingCycle(t *testing.T) {
 	ctx := klog.NewContext(context.Background(), ktesting.NewLogger(t, ktesting.NewConfig(ktesting.Verbosity(1))))
 	c := newCluster(t, ctx, benchNodes)
 
-	// ArchFilter and the minimal plugin both run first among the Filter plugins.
-	for profile, first := range map[string]string{profileArchFilter: archfilter.Name, profileMinimal: minimalName, profileMinimalAll: minimalAllName} {
+	// ArchFilter, the minimal plugins and the skip floor all run first among the Filter plugins.
+	for profile, first := range map[string]string{profileArchFilter: archfilter.Name, profileMinimal: minimalName,
+		profileMinimalAll: minimalAllName, profileSkipFloor: skipFloorName} {
 		filters := c.sched.Profiles[profile].ListPlugins().Filter.Enabled
 		if len(filters) < 2 || filters[0].Name != first {
 			t.Errorf("profile %s: Filter plugins %v, want %s first", profile, filters, first)
@@ -280,6 +303,9 @@ func (c *cluster) queuedPods(tb testing.TB, tc cycleCase, n int) []queuedPod {
 		pod := c.makePod(fmt.Sprintf("%s-%d", kind, c.podSeq), tc.profile, tc.img, tc.affinity)
 		if tc.spread {
 			spreadPod(pod)
+		}
+		if tc.preempt {
+			highPriority(pod)
 		}
 		q, err := newQueuedPod(pod)
 		if err != nil {

@@ -8,3 +8,6 @@ import v1 "k8s.io/api/core/v1"
 type queuedPod = *v1.Pod
 
 func newQueuedPod(pod *v1.Pod) (queuedPod, error) { return pod, nil }
+
+// podOf is the pod of a queue entry: the entry itself.
+func podOf(q queuedPod) *v1.Pod { return q }

@@ -21,3 +21,6 @@ func newQueuedPod(pod *v1.Pod) (queuedPod, error) {
 	}
 	return &framework.QueuedPodInfo{PodInfo: info}, nil
 }
+
+// podOf is the pod of a queue entry.
+func podOf(q queuedPod) *v1.Pod { return q.Pod }

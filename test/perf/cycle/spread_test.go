@@ -2,13 +2,11 @@ package cycle
 
 import (
 	"context"
-	"fmt"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
-	st "k8s.io/kubernetes/pkg/scheduler/testing"
 )
 
 // zones are upstream TopologySpreading's zone label values.
@@ -34,11 +32,8 @@ func spreadLayout(n int) layout {
 // makeZoneNode is upstream's node-default.yaml with labelNodePrepareStrategy's
 // topology.kubernetes.io/zone, round-robin over zones.
 func makeZoneNode(i int) *v1.Node {
-	name := fmt.Sprintf("node-%05d", i)
-	node := st.MakeNode().Name(name).Label(v1.LabelTopologyZone, zones[i%len(zones)]).
-		Capacity(map[v1.ResourceName]string{v1.ResourcePods: "110", v1.ResourceCPU: "4", v1.ResourceMemory: "32Gi"}).Obj()
-	node.Status.Conditions = []v1.NodeCondition{{Type: v1.NodeReady, Status: v1.ConditionTrue}}
-	node.Status.Phase = v1.NodeRunning
+	node := makeUpstreamNode(i)
+	node.Labels = map[string]string{v1.LabelTopologyZone: zones[i%len(zones)]}
 	return node
 }
 

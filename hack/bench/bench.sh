@@ -186,6 +186,16 @@ if ! $SMOKE && ((BENCH_MICRO_COUNT > 0)); then
       warn "BenchmarkSchedulingCycle failed in round $round (see $BENCH_OUT/micro.txt); continuing"
     fi
   done
+  # One more pass of the upstream workloads' ArchFilter cases under the CPU profiler: the
+  # share of the process's CPU in ArchFilter's code (docs/benchmarks.md, the spread and
+  # preemption rows), whatever the framework spends around it.
+  if (cd test/perf/cycle && $NICE "$CYCLE_TEST" -test.run '^$' -test.bench '^BenchmarkSchedulingCycle$/^(spread|preempt)/archfilter$' \
+    -test.benchtime 3s -test.cpuprofile "$BENCH_OUT/cycle.cpu.pprof") >"$BENCH_OUT/cycle-profile.log" 2>&1; then
+    go tool pprof -top -nodecount=20 -focus='archfilter/(pkg|internal)/' "$CYCLE_TEST" "$BENCH_OUT/cycle.cpu.pprof" \
+      >"$BENCH_OUT/cycle-profile-archfilter.txt" 2>/dev/null || warn "go tool pprof failed on $BENCH_OUT/cycle.cpu.pprof"
+  else
+    warn "the profiled scheduling cycle failed (see $BENCH_OUT/cycle-profile.log); continuing"
+  fi
   info "done in $(since "$t")"
 fi
 

@@ -2,7 +2,9 @@ package benchreport
 
 import (
 	"fmt"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -259,4 +261,36 @@ func roundRange(ratios []float64) (lo, hi float64, ok bool) {
 		return 0, 0, false
 	}
 	return slices.Min(ratios), slices.Max(ratios), true
+}
+
+// profileShare matches the header of go tool pprof -top with -focus: "Showing nodes
+// accounting for 0.27s, 0.83% of 32.36s total".
+var profileShare = regexp.MustCompile(`Showing nodes accounting for ([0-9.]+[a-zµ]*), ([0-9.]+)% of ([0-9.]+[a-zµ]*) total`)
+
+// cycleProfileRows is the share of the process's CPU that ArchFilter's own code took
+// in the profiled pass of the upstream workloads' cycles (hack/bench: spread/archfilter
+// and preempt/archfilter under -cpuprofile), from the focused table's header; none
+// when the run took no profile.
+func cycleProfileRows(top string) []Row {
+	if top == "" {
+		return nil
+	}
+	row := Row{Section: cycleSection, Status: NoCheck,
+		Measurement: "CPU profile of upstream TopologySpreading's and PreemptionBasic's cycles with ArchFilter (one pass of both cases, 3 s each): ArchFilter's own functions (plugin, resolver)"}
+	m := profileShare.FindStringSubmatch(top)
+	if m == nil {
+		if strings.Contains(top, "Showing nodes accounting for 0, 0% of") {
+			row.Result = "no sample in ArchFilter's code"
+			return []Row{row}
+		}
+		row.Result, row.Status = "the profile's header was not understood", NoData
+		return []Row{row}
+	}
+	pct, err := strconv.ParseFloat(m[2], 64)
+	if err != nil {
+		row.Result, row.Status = "the profile's header was not understood", NoData
+		return []Row{row}
+	}
+	row.Result = fmt.Sprintf("%s of the process's %s of CPU: %.2f %%", m[1], m[3], pct)
+	return []Row{row}
 }

@@ -199,3 +199,20 @@ func TestSpreadCycleNote(t *testing.T) {
 		})
 	}
 }
+
+// TestCycleProfileRows reads the share of ArchFilter's code from go tool pprof's
+// header, as hack/bench writes it (cycle-profile-archfilter.txt).
+func TestCycleProfileRows(t *testing.T) {
+	const top = "File: cycle.test\nType: cpu\nActive filters:\n   focus=archfilter/(pkg|internal)/\n" +
+		"Showing nodes accounting for 0.27s, 0.83% of 32.36s total\n      flat  flat%   sum%        cum   cum%\n"
+	rows := cycleProfileRows(top)
+	if len(rows) != 1 || rows[0].Result != "0.27s of the process's 32.36s of CPU: 0.83 %" || rows[0].Status != NoCheck {
+		t.Errorf("rows = %+v", rows)
+	}
+	if rows := cycleProfileRows(""); rows != nil {
+		t.Errorf("a run without a profile has rows: %+v", rows)
+	}
+	if rows := cycleProfileRows("garbage"); len(rows) != 1 || rows[0].Status != NoData {
+		t.Errorf("an unreadable profile: %+v", rows)
+	}
+}

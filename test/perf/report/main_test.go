@@ -10,7 +10,9 @@ import (
 const (
 	acceptClean  = "BenchmarkFilter/accept-2 \t 9227835 \t 108.7 ns/op \t 0 B/op \t 0 allocs/op\n"
 	acceptAllocs = "BenchmarkFilter/accept-2 \t 9227835 \t 130.2 ns/op \t 16 B/op \t 1 allocs/op\n"
-	coldPerf     = "BenchmarkPerfScheduling/ColdCache_ArchFilter/50Nodes_100Pods-2 \t 1 \t 0 extra-attempts \t 100 held-pods \t 0 fail-open\n"
+	coldPerf     = "BenchmarkPerfScheduling/ColdCache_ArchFilter/50Nodes_100Pods-2 \t 1 \t 0 extra-attempts \t 100 held-pods \t 0 fail-open\n" +
+		"BenchmarkPerfScheduling/Batching_HostPort_Default/50Nodes-2 \t 1 \t 0.96 batch-hint-used/pod\n" +
+		"BenchmarkPerfScheduling/Batching_HostPort_ArchFilter/50Nodes-2 \t 1 \t 0.96 batch-hint-used/pod\n"
 )
 
 // TestRun drives the command as bench.sh does: files in, verdict or document out.

@@ -21,8 +21,10 @@
 #                      round on 2 cores, so the parts can run separately and
 #                      make bench-report combines them
 #   BENCH_CURVE        node counts of the scheduling cycle's cost curve (test/perf/cycle's
-#                      BenchmarkSchedulingCycleNodes), e.g. 1000,5000,15000; empty (the
-#                      default) leaves it out: building 15 000 nodes takes a minute a round
+#                      BenchmarkSchedulingCycleNodes), e.g. 1000,5000,15000, and with it the
+#                      scheduler's memory with 10 000 and 100 000 distinct images cached
+#                      (BenchmarkSchedulerMemory); empty (the default) leaves both out:
+#                      building 15 000 nodes takes a minute a round
 #   BENCH_CURVE_ROUNDS rounds of the curve, every other one in reverse order (3)
 #   BENCH_PERF        false: micro-benchmarks and the scheduling cycle only, no scheduler_perf
 #                      (make bench-report then takes the workloads from other runs)
@@ -191,8 +193,13 @@ if ! $SMOKE && ((BENCH_MICRO_COUNT > 0)); then
   # preemption rows), whatever the framework spends around it.
   if (cd test/perf/cycle && $NICE "$CYCLE_TEST" -test.run '^$' -test.bench '^BenchmarkSchedulingCycle$/^(spread|preempt)/archfilter$' \
     -test.benchtime 3s -test.cpuprofile "$BENCH_OUT/cycle.cpu.pprof") >"$BENCH_OUT/cycle-profile.log" 2>&1; then
-    go tool pprof -top -nodecount=20 -focus='archfilter/(pkg|internal)/' "$CYCLE_TEST" "$BENCH_OUT/cycle.cpu.pprof" \
-      >"$BENCH_OUT/cycle-profile-archfilter.txt" 2>/dev/null || warn "go tool pprof failed on $BENCH_OUT/cycle.cpu.pprof"
+    # The cycles (SchedulePod, and preemption's PostFilter), then ArchFilter's extension
+    # points within them: building the clusters before the timing is left out.
+    go tool pprof -top -nodecount=20 -focus='scheduler\.\(\*Scheduler\)\.schedulePod$|RunPostFilterPlugins$' \
+      "$CYCLE_TEST" "$BENCH_OUT/cycle.cpu.pprof" >"$BENCH_OUT/cycle-profile-cycles.txt" 2>/dev/null \
+      && go tool pprof -top -nodecount=20 -focus='archfilter\.\(\*ArchFilter\)\.(PreFilter|Filter|PreScore|Score|NormalizeScore)$' \
+        "$CYCLE_TEST" "$BENCH_OUT/cycle.cpu.pprof" >"$BENCH_OUT/cycle-profile-archfilter.txt" 2>/dev/null \
+      || warn "go tool pprof failed on $BENCH_OUT/cycle.cpu.pprof"
   else
     warn "the profiled scheduling cycle failed (see $BENCH_OUT/cycle-profile.log); continuing"
   fi
@@ -217,6 +224,11 @@ if ! $SMOKE && [[ -n ${BENCH_CURVE:-} ]]; then
       warn "BenchmarkSchedulingCycleNodes failed in round $round (see $BENCH_OUT/micro.txt); continuing"
     fi
   done
+  # The scheduler's memory as its cache fills with 10 000 and 100 000 distinct images, once.
+  if ! (cd test/perf/cycle && $NICE "$CYCLE_TEST" -test.run '^$' -test.bench '^BenchmarkSchedulerMemory$' \
+    -test.benchtime 1x -test.timeout 30m) >>"$BENCH_OUT/micro.txt" 2>&1; then
+    warn "BenchmarkSchedulerMemory failed (see $BENCH_OUT/micro.txt); continuing"
+  fi
   info "done in $(since "$t")"
 fi
 

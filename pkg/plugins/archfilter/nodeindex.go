@@ -2,6 +2,7 @@ package archfilter
 
 import (
 	"sync"
+	"sync/atomic"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -16,15 +17,40 @@ type nodeIndex struct {
 	mu sync.RWMutex
 	// platformOf is each node's last seen platform.
 	platformOf map[string]platform.NodePlatform
-	// byArch holds node names per os/arch; sets are rebuilt, never mutated,
-	// once handed out, so PreFilter can return them without copying.
-	byArch map[osArch]sets.Set[string]
+	// byArch holds node names per os/arch.
+	byArch map[osArch]*archNodes
+}
+
+// archNodes are the names of an os/arch's nodes. The set is changed in place until
+// narrow hands it to a scheduling cycle; from then on it is never changed, and the
+// next change copies it. So a node event costs a copy of its os/arch's names only
+// after a cycle took them (at most once per cycle that narrowed), and filling the
+// index with n nodes, as the informer's initial list does, costs O(n), not O(n²).
+type archNodes struct {
+	names sets.Set[string]
+	// handedOut is set, under the index's read lock, when narrow returns names.
+	handedOut atomic.Bool
 }
 
 type osArch struct{ os, arch string }
 
 func newNodeIndex() *nodeIndex {
-	return &nodeIndex{platformOf: map[string]platform.NodePlatform{}, byArch: map[osArch]sets.Set[string]{}}
+	return &nodeIndex{platformOf: map[string]platform.NodePlatform{}, byArch: map[osArch]*archNodes{}}
+}
+
+// writableLocked returns key's names for a change: in place unless a cycle holds
+// them, else a copy that replaces them. The write lock must be held.
+func (x *nodeIndex) writableLocked(key osArch) sets.Set[string] {
+	cur := x.byArch[key]
+	switch {
+	case cur == nil:
+		cur = &archNodes{names: sets.New[string]()}
+		x.byArch[key] = cur
+	case cur.handedOut.Load():
+		cur = &archNodes{names: cur.names.Clone()}
+		x.byArch[key] = cur
+	}
+	return cur.names
 }
 
 // platform returns the last seen platform of a node.
@@ -46,14 +72,8 @@ func (x *nodeIndex) set(node *v1.Node) {
 		x.removeLocked(node.Name, old)
 	}
 	x.platformOf[node.Name] = np
-	key := osArch{np.OS, np.Architecture}
-	// Copy on write: a set handed to a scheduling cycle must not change under it.
-	next := x.byArch[key].Clone()
-	if next == nil {
-		next = sets.New[string]()
-	}
-	next.Insert(node.Name)
-	x.byArch[key] = next
+	// A set handed to a scheduling cycle must not change under it (writableLocked).
+	x.writableLocked(osArch{np.OS, np.Architecture}).Insert(node.Name)
 }
 
 func (x *nodeIndex) remove(name string) {
@@ -67,13 +87,11 @@ func (x *nodeIndex) remove(name string) {
 
 func (x *nodeIndex) removeLocked(name string, np platform.NodePlatform) {
 	key := osArch{np.OS, np.Architecture}
-	next := x.byArch[key].Clone()
-	next.Delete(name)
-	if next.Len() == 0 {
+	names := x.writableLocked(key)
+	names.Delete(name)
+	if names.Len() == 0 {
 		delete(x.byArch, key)
-		return
 	}
-	x.byArch[key] = next
 }
 
 // narrow returns the names of the indexed nodes whose os/arch set allows, or
@@ -93,27 +111,29 @@ func (x *nodeIndex) narrow(set platform.Set, snapshotNodes int) sets.Set[string]
 	return union(parts, size)
 }
 
-// partsLocked returns the per-os/arch name sets set allows and their total size.
-func (x *nodeIndex) partsLocked(set platform.Set) ([]sets.Set[string], int) {
-	var parts []sets.Set[string]
+// partsLocked returns the per-os/arch nodes set allows and their total size.
+func (x *nodeIndex) partsLocked(set platform.Set) ([]*archNodes, int) {
+	var parts []*archNodes
 	size := 0
-	for key, names := range x.byArch {
+	for key, nodes := range x.byArch {
 		if key.os == "" || key.arch == "" || set.MatchesNode(platform.NodePlatform{OS: key.os, Architecture: key.arch}) {
-			parts = append(parts, names)
-			size += names.Len()
+			parts = append(parts, nodes)
+			size += nodes.names.Len()
 		}
 	}
 	return parts, size
 }
 
-// union shares a single part (they are immutable) and copies several.
-func union(parts []sets.Set[string], size int) sets.Set[string] {
+// union hands out a single part's names, which are never changed from then on
+// (archNodes), and copies several into a set of their own.
+func union(parts []*archNodes, size int) sets.Set[string] {
 	if len(parts) == 1 {
-		return parts[0]
+		parts[0].handedOut.Store(true)
+		return parts[0].names
 	}
 	out := make(sets.Set[string], size)
 	for _, p := range parts {
-		for name := range p {
+		for name := range p.names {
 			out.Insert(name)
 		}
 	}

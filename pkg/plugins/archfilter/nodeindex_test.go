@@ -1,6 +1,7 @@
 package archfilter
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -130,5 +131,50 @@ func TestNodeIndexSetsAreNotMutated(t *testing.T) {
 	x.remove("a")
 	if diff := cmp.Diff(before, sorted(names.UnsortedList()...)); diff != "" {
 		t.Errorf("handed-out set changed (-before,+after):\n%s", diff)
+	}
+}
+
+// TestNodeIndexNarrowedSetsAreNotMutated: the set narrow hands a cycle stays as it
+// was while nodes of its architecture come and go, and the index follows them.
+func TestNodeIndexNarrowedSetsAreNotMutated(t *testing.T) {
+	x := newNodeIndex()
+	for _, n := range []string{"a1", "a2", "a3"} {
+		x.set(linuxNode(n, "amd64"))
+	}
+	x.set(linuxNode("s1", "s390x"))
+	s390x := platform.NewSet(platform.Platform{OS: "linux", Architecture: "s390x"})
+	handed := x.narrow(s390x, 4)
+	if diff := cmp.Diff([]string{"s1"}, sorted(handed.UnsortedList()...)); diff != "" {
+		t.Fatalf("narrow (-want,+got):\n%s", diff)
+	}
+	x.set(linuxNode("s2", "s390x"))
+	x.remove("s1")
+	if diff := cmp.Diff([]string{"s1"}, sorted(handed.UnsortedList()...)); diff != "" {
+		t.Errorf("the set handed to a cycle changed (-before,+after):\n%s", diff)
+	}
+	now, _ := x.matching(s390x)
+	if diff := cmp.Diff([]string{"s2"}, sorted(now.UnsortedList()...)); diff != "" {
+		t.Errorf("the index after the changes (-want,+got):\n%s", diff)
+	}
+}
+
+// BenchmarkNodeIndexFill is the index filled with a cluster's nodes, as the node
+// informer's first list fills it: the time per node stays flat as the cluster grows
+// (a set is copied only after a cycle took it, not on every node added).
+func BenchmarkNodeIndexFill(b *testing.B) {
+	for _, n := range []int{1000, 5000, 15000} {
+		nodes := make([]*v1.Node, n)
+		for i := range nodes {
+			nodes[i] = linuxNode(fmt.Sprintf("node-%05d", i), []string{"amd64", "amd64", "arm64", "s390x"}[i%4])
+		}
+		b.Run(fmt.Sprintf("nodes=%d", n), func(b *testing.B) {
+			for range b.N {
+				x := newNodeIndex()
+				for _, node := range nodes {
+					x.set(node)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/node")
+		})
 	}
 }

@@ -130,8 +130,8 @@ func nodeCount(n int) string {
 func curveRows(r *Results) []Row {
 	nodes := curveNodes(r)
 	if len(nodes) == 0 {
-		return []Row{{Section: curveSection, Measurement: "time per cycle against cluster size",
-			Result: "no result (make bench BENCH_CURVE=1000,5000,15000)", Status: NoData}}
+		return append([]Row{{Section: curveSection, Measurement: "time per cycle against cluster size",
+			Result: "no result (make bench BENCH_CURVE=1000,5000,15000)", Status: NoData}}, schedulerMemoryRows(r)...)
 	}
 	var rows []Row
 	for _, c := range curveCases {
@@ -160,7 +160,7 @@ func curveRows(r *Results) []Row {
 		}
 		rows = append(rows, Row{Section: curveSection, Measurement: c.label, Result: result, Status: NoCheck})
 	}
-	return rows
+	return append(rows, schedulerMemoryRows(r)...)
 }
 
 // curveCaseRow is one case's times per cycle at each node count, its growth from the

@@ -265,32 +265,48 @@ func roundRange(ratios []float64) (lo, hi float64, ok bool) {
 
 // profileShare matches the header of go tool pprof -top with -focus: "Showing nodes
 // accounting for 0.27s, 0.83% of 32.36s total".
-var profileShare = regexp.MustCompile(`Showing nodes accounting for ([0-9.]+[a-zµ]*), ([0-9.]+)% of ([0-9.]+[a-zµ]*) total`)
+var profileShare = regexp.MustCompile(`Showing nodes accounting for ([0-9.]+)(ms|s|min), [0-9.]+% of [0-9.]+(?:ms|s|min) total`)
 
-// cycleProfileRows is the share of the process's CPU that ArchFilter's own code took
-// in the profiled pass of the upstream workloads' cycles (hack/bench: spread/archfilter
-// and preempt/archfilter under -cpuprofile), from the focused table's header; none
-// when the run took no profile.
-func cycleProfileRows(top string) []Row {
-	if top == "" {
+// profileSeconds is the CPU time a focused go tool pprof -top table accounts for.
+func profileSeconds(top string) (float64, bool) {
+	if strings.Contains(top, "Showing nodes accounting for 0, 0% of") {
+		return 0, true
+	}
+	m := profileShare.FindStringSubmatch(top)
+	if m == nil {
+		return 0, false
+	}
+	v, err := strconv.ParseFloat(m[1], 64)
+	if err != nil {
+		return 0, false
+	}
+	switch m[2] {
+	case "ms":
+		v /= 1000
+	case "min":
+		v *= 60
+	}
+	return v, true
+}
+
+// cycleProfileRows is the share of the cycles' CPU that ArchFilter's extension points
+// took in the profiled pass of the upstream workloads' cycles (hack/bench:
+// spread/archfilter and preempt/archfilter under -cpuprofile), from the headers of
+// the two focused tables; none when the run took no profile.
+func cycleProfileRows(cycles, archFilter string) []Row {
+	if cycles == "" && archFilter == "" {
 		return nil
 	}
 	row := Row{Section: cycleSection, Status: NoCheck,
-		Measurement: "CPU profile of upstream TopologySpreading's and PreemptionBasic's cycles with ArchFilter (one pass of both cases, 3 s each): ArchFilter's own functions (plugin, resolver)"}
-	m := profileShare.FindStringSubmatch(top)
-	if m == nil {
-		if strings.Contains(top, "Showing nodes accounting for 0, 0% of") {
-			row.Result = "no sample in ArchFilter's code"
-			return []Row{row}
-		}
-		row.Result, row.Status = "the profile's header was not understood", NoData
+		Measurement: "CPU profile of upstream TopologySpreading's and PreemptionBasic's cycles with ArchFilter " +
+			"(one pass of both cases, 3 s each): ArchFilter's extension points (PreFilter, Filter, PreScore, Score) " +
+			"within SchedulePod and preemption's PostFilter"}
+	total, ok1 := profileSeconds(cycles)
+	own, ok2 := profileSeconds(archFilter)
+	if !ok1 || !ok2 || total <= 0 {
+		row.Result, row.Status = "the profile's tables were not understood", NoData
 		return []Row{row}
 	}
-	pct, err := strconv.ParseFloat(m[2], 64)
-	if err != nil {
-		row.Result, row.Status = "the profile's header was not understood", NoData
-		return []Row{row}
-	}
-	row.Result = fmt.Sprintf("%s of the process's %s of CPU: %.2f %%", m[1], m[3], pct)
+	row.Result = fmt.Sprintf("%s s of the cycles' %s s of CPU: %.2f %%", f2(own), f2(total), 100*own/total)
 	return []Row{row}
 }

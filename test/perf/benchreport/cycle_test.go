@@ -200,19 +200,25 @@ func TestSpreadCycleNote(t *testing.T) {
 	}
 }
 
-// TestCycleProfileRows reads the share of ArchFilter's code from go tool pprof's
-// header, as hack/bench writes it (cycle-profile-archfilter.txt).
+// TestCycleProfileRows reads the CPU time of the cycles and of ArchFilter's
+// extension points from go tool pprof's headers, as hack/bench writes them.
 func TestCycleProfileRows(t *testing.T) {
-	const top = "File: cycle.test\nType: cpu\nActive filters:\n   focus=archfilter/(pkg|internal)/\n" +
-		"Showing nodes accounting for 0.27s, 0.83% of 32.36s total\n      flat  flat%   sum%        cum   cum%\n"
-	rows := cycleProfileRows(top)
-	if len(rows) != 1 || rows[0].Result != "0.27s of the process's 32.36s of CPU: 0.83 %" || rows[0].Status != NoCheck {
+	header := func(accounted string) string {
+		return "File: cycle.test\nType: cpu\nActive filters:\n   focus=x\n" +
+			"Showing nodes accounting for " + accounted + " total\n      flat  flat%   sum%        cum   cum%\n"
+	}
+	rows := cycleProfileRows(header("12.50s, 50.00% of 25s"), header("250ms, 1.00% of 25s"))
+	if len(rows) != 1 || rows[0].Result != "0.25 s of the cycles' 12.50 s of CPU: 2.00 %" || rows[0].Status != NoCheck {
 		t.Errorf("rows = %+v", rows)
 	}
-	if rows := cycleProfileRows(""); rows != nil {
+	none := "Active filters:\n   focus=x\nShowing nodes accounting for 0, 0% of 25s total\n"
+	if rows := cycleProfileRows(header("12.50s, 50.00% of 25s"), none); len(rows) != 1 || rows[0].Result != "0.00 s of the cycles' 12.50 s of CPU: 0.00 %" {
+		t.Errorf("no sample in ArchFilter: %+v", rows)
+	}
+	if rows := cycleProfileRows("", ""); rows != nil {
 		t.Errorf("a run without a profile has rows: %+v", rows)
 	}
-	if rows := cycleProfileRows("garbage"); len(rows) != 1 || rows[0].Status != NoData {
+	if rows := cycleProfileRows("garbage", header("1s, 1% of 2s")); len(rows) != 1 || rows[0].Status != NoData {
 		t.Errorf("an unreadable profile: %+v", rows)
 	}
 }

@@ -99,6 +99,18 @@ ArchFilter under ` + "`multiPoint`" + ` and under ` + "`filter`" + `, which make
   mirror of registry.k8s.io, and the init pods warm the cache. Upstream's nodes carry no
   ` + "`kubernetes.io/arch`" + ` label, so no node is filtered out: the ratio is what ArchFilter's per-cycle
   work (PreEnqueue, PreFilter, Filter, Score) costs the workloads users already run.
+- **Opportunistic batching** (Kubernetes 1.35+, KEP-5598): a cycle may take the previous
+  cycle's next-best node for a pod of the same signature, unless a Filter or Score plugin of the
+  profile cannot sign pods, which turns batching off for the whole profile. Upstream's batching
+  workloads (` + "`test/integration/scheduler_perf/batching`" + ` of Kubernetes 1.37: pods with host port 80,
+  and pods requesting 3 of a node-default node's 4 CPUs, one per node, the best case for batching),
+  at 2 000 nodes (small) and 5 000 (full), with PodTopologySpread's system-default constraints off as
+  upstream configures them, each run three ways in one invocation: the default profile and the
+  ArchFilter profile with the feature gate on, and the default profile with it off (what batching
+  is worth here). The harness counts ` + "`scheduler_batch_attempts_total{result=hint_used}`" + ` per pod:
+  ArchFilter's profile must take the hint in at least 0.9 of the cycles the default profile does
+  (a profile without batching takes it in none), and ` + "`make bench-smoke`" + ` (CI) checks the same at
+  50 nodes.
 
 **Scheduling cycle** (` + "`BenchmarkSchedulingCycle`" + ` in [test/perf/cycle](../test/perf/cycle)) times one call of
 the scheduler's ` + "`SchedulePod`" + `: the scheduling algorithm of one pod (PreFilter, Filter, PreScore, Score
@@ -120,7 +132,22 @@ so *ArchFilter / minimal plugin* says how close ArchFilter comes to the cost no 
 The *spread* cases are upstream scheduler_perf's TopologySpreading in one cycle: its
 node-default nodes (no ` + "`kubernetes.io/arch`" + ` label) labelled with three zones, two of its pod-default
 pods bound to each, and its pods spread over the zones (maxSkew 5, DoNotSchedule), in a second cluster
-of 5 000 nodes; their images run on every architecture, as upstream's pause does.
+of 5 000 nodes; their images run on every architecture, as upstream's pause does. The *preempt*
+cases are upstream's PreemptionBasic in one cycle: 5 000 node-default nodes, each full with four
+pod-low-priority pods (900m CPU each), and a pod-high-priority pod (priority 10, 3 CPUs) that no
+node fits. A cycle is ` + "`SchedulePod`" + `'s FitError over every node followed by the PostFilter plugins:
+DefaultPreemption dry-runs the removal of victims on its candidate nodes (cloning the cycle state and
+calling each plugin's AddPod/RemovePod extensions per victim, then the Filter plugins again) and
+nominates a node; its asynchronous deletions reach a fake API server that drops them, so every
+cycle finds the same victims. ArchFilter has no PreFilterExtensions (its decision depends on no
+other pod) and its cycle state is immutable (Clone returns it), so preemption calls nothing of
+ArchFilter's per victim or per candidate. After the rounds, one more pass of the two upstream
+workloads' ArchFilter cases runs under the CPU profiler, and the report gives the share of the
+process's CPU spent in ArchFilter's own functions. The *skip floor* case adds a plugin whose
+PreFilter returns Skip for every pod (its Filter is never called), enabled as ArchFilter is: what
+the framework charges any Filter plugin that asks to be skipped (its PreFilter call, and the skip
+set looked up for every examined node), the floor under ArchFilter's cost for pods that run on every
+platform of the cluster.
 ` + "`make bench`" + ` runs the benchmark once per round, ` + "`BENCH_MICRO_COUNT`" + ` rounds, every other one in reverse
 order; its ratios are of cycles per second (the inverse ratio of the median times), beside the
 ratios of the rounds and the sign test's confidence, as for throughput.

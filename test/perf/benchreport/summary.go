@@ -47,7 +47,7 @@ func Summary(runs []*Run) []Row {
 	rows = append(rows, outageRows(runs)...)
 	cycle := cycleRun(runs)
 	rows = append(rows, fromRun(cycle, cycleRows(cycle.Results))...)
-	rows = append(rows, fromRun(cycle, cycleProfileRows(cycle.CycleProfileArchFilter))...)
+	rows = append(rows, fromRun(cycle, cycleProfileRows(cycle.CycleProfileCycles, cycle.CycleProfileArchFilter))...)
 	curve := curveRun(runs)
 	rows = append(rows, fromRun(curve, curveRows(curve.Results))...)
 	micro := microRun(runs)

@@ -31,7 +31,6 @@ import (
 	"github.com/archfilter/archfilter/apis/config"
 	_ "github.com/archfilter/archfilter/apis/config/scheme" // ArchFilterArgs
 	"github.com/archfilter/archfilter/internal/registrytest"
-	"github.com/archfilter/archfilter/internal/schedfw"
 	"github.com/archfilter/archfilter/pkg/plugins/archfilter"
 )
 
@@ -103,6 +102,9 @@ type layout struct {
 	// or boundPodOf's when it is set.
 	podsPerNode int
 	boundPodOf  func(name, node string) *v1.Pod
+	// registries are more registry hosts ArchFilter's args allow (plain HTTP on
+	// loopback), besides the cluster's own.
+	registries []string
 }
 
 // newCluster starts the registry, the informers and the scheduler over n nodes
@@ -147,7 +149,7 @@ func newClusterOf(tb testing.TB, ctx context.Context, l layout) *cluster {
 	factory := informers.NewSharedInformerFactory(cs, 0)
 	broadcaster := events.NewBroadcaster(&events.EventSinkImpl{Interface: cs.EventsV1()})
 	sched, err := scheduler.New(ctx, cs, factory, nil, profile.NewRecorderFactory(broadcaster),
-		scheduler.WithProfiles(loadProfiles(tb, reg.Host())...),
+		scheduler.WithProfiles(loadProfiles(tb, append([]string{reg.Host()}, l.registries...)...)...),
 		scheduler.WithFrameworkOutOfTreeRegistry(frameworkruntime.Registry{
 			archfilter.Name: archfilter.New,
 			minimalName:     newMinimalArchFilter(minimalName, minimalAllowed...),
@@ -213,8 +215,8 @@ func startRegistry(tb testing.TB) *registrytest.Memory {
 
 // loadProfiles decodes the profiles as kube-scheduler decodes --config: default
 // and minimal from the configuration below, archfilter from the deployed
-// manifest's, with the test registry added to ArchFilter's args.
-func loadProfiles(tb testing.TB, registry string) []schedconfig.KubeSchedulerProfile {
+// manifest's, with the test registries added to ArchFilter's args.
+func loadProfiles(tb testing.TB, registries ...string) []schedconfig.KubeSchedulerProfile {
 	tb.Helper()
 	cfg := decodeConfig(tb, []byte(`apiVersion: kubescheduler.config.k8s.io/v1
 kind: KubeSchedulerConfiguration
@@ -259,7 +261,9 @@ profiles:
 	if args == nil {
 		tb.Fatalf("%s: no ArchFilter args", defaultScheduler)
 	}
-	args.Registries = append(args.Registries, config.RegistryConfig{Host: registry, Insecure: true})
+	for _, host := range registries {
+		args.Registries = append(args.Registries, config.RegistryConfig{Host: host, Insecure: true})
+	}
 	return append(cfg.Profiles, p)
 }
 
@@ -325,15 +329,7 @@ func (c *cluster) makePod(name, profile string, img image, affinity []string) *v
 // the production steady-state path (the resolver's Lookup in PreFilter).
 func (c *cluster) warmUp(tb testing.TB, ctx context.Context) {
 	tb.Helper()
-	var pre schedfw.PreEnqueuePlugin
-	for _, p := range c.sched.Profiles[profileArchFilter].PreEnqueuePlugins() {
-		if p.Name() == archfilter.Name {
-			pre = p
-		}
-	}
-	if pre == nil {
-		tb.Fatalf("profile %s has no ArchFilter PreEnqueue", profileArchFilter)
-	}
+	pre := c.archFilterPreEnqueue(tb)
 	for i, img := range images {
 		pod := c.makePod(fmt.Sprintf("warm-up-%d", i), profileArchFilter, img, nil)
 		var last *fwk.Status

@@ -120,7 +120,7 @@ func TestCurveRowsNoRun(t *testing.T) {
 
 // TestCurveGolden renders the curve's rows and the memory curve from
 // testdata/curve/micro.txt, real output of three rounds of BenchmarkSchedulingCycleNodes
-// (-nodes 1000,5000,15000 -benchtime 200x, the second reversed) and of
+// (make bench BENCH_CURVE=1000,5000,15000: the second round reversed) and of
 // BenchmarkCacheMemory, and compares them with
 // testdata/curve/summary.md. Run with -update after a deliberate change, and read the diff.
 func TestCurveGolden(t *testing.T) {

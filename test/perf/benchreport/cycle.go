@@ -76,31 +76,53 @@ type cycleRatio struct {
 	label         string
 	base, subject string
 	target        float64 // 0: none
+	// interleaved: base and subject are profiles of the everywhere/interleaved
+	// sub-benchmark (a cycle of each in turn), compared by their <profile>-ns/cycle.
+	interleaved bool
+}
+
+// interleavedBench is BenchmarkSchedulingCycle's sub-benchmark that runs the
+// every-architecture cases a cycle of each in turn.
+const interleavedBench = "everywhere/interleaved"
+
+// measure is the benchmark and unit of side (a case, or a profile of the
+// interleaved sub-benchmark) of c.
+func (c cycleRatio) measure(side string) (name, unit string) {
+	if c.interleaved {
+		return cycleBench(interleavedBench), side + "-ns/cycle"
+	}
+	return cycleBench(side), nsPerOp
 }
 
 var cycleRatios = []cycleRatio{
 	{"cycles/s ratio ArchFilter / minimal plugin: how close ArchFilter comes to the cost no plugin avoids",
-		"multiarch/minimal", "multiarch/archfilter", 0},
+		"multiarch/minimal", "multiarch/archfilter", 0, false},
 	{"cycles/s ratio ArchFilter / required nodeAffinity, multi-arch pods",
-		"multiarch-affinity/default", "multiarch/archfilter", 1.0},
-	{"cycles/s ratio ArchFilter / default, images of every architecture: the cost of turning it on",
-		"everywhere/default", "everywhere/archfilter", 0.98},
+		"multiarch-affinity/default", "multiarch/archfilter", 1.0, false},
+	{"cycles/s ratio ArchFilter / default, images of every architecture, a cycle of each in turn: the cost of turning it on",
+		"default", "archfilter", 0.98, true},
+	{"cycles/s ratio skip floor / default, images of every architecture, a cycle of each in turn",
+		"default", "skip-floor", 0, true},
+	{"cycles/s ratio ArchFilter / skip floor, images of every architecture, a cycle of each in turn",
+		"skip-floor", "archfilter", 0, true},
+	{"cycles/s ratio ArchFilter / default, images of every architecture, each case run on its own (drifts with the machine; the target is judged on the cycles in turn above)",
+		"everywhere/default", "everywhere/archfilter", 0, false},
 	{"cycles/s ratio minimal plugin / default, images of every architecture: what any Filter plugin checking the architecture costs",
-		"everywhere/default", "everywhere/minimal", 0},
+		"everywhere/default", "everywhere/minimal", 0, false},
 	{"cycles/s ratio ArchFilter / minimal plugin, images of every architecture",
-		"everywhere/minimal", "everywhere/archfilter", 0},
+		"everywhere/minimal", "everywhere/archfilter", 0, false},
 	{"cycles/s ratio skip floor / default, images of every architecture: what any Filter plugin costs when its PreFilter returns Skip",
-		"everywhere/default", "everywhere/skip-floor", 0},
+		"everywhere/default", "everywhere/skip-floor", 0, false},
 	{"cycles/s ratio ArchFilter / skip floor, images of every architecture: ArchFilter's own cost above that floor",
-		"everywhere/skip-floor", "everywhere/archfilter", 0},
+		"everywhere/skip-floor", "everywhere/archfilter", 0, false},
 	{"cycles/s ratio ArchFilter / nodeAffinity, s390x-only pods",
-		"s390x-affinity/default", "s390x/archfilter", 4},
+		"s390x-affinity/default", "s390x/archfilter", 4, false},
 	{"for reference: cycles/s ratio ArchFilter / default, multi-arch pods (the default rejects no node)",
-		"multiarch/default", "multiarch/archfilter", 0},
+		"multiarch/default", "multiarch/archfilter", 0, false},
 	{"cycles/s ratio ArchFilter / default, upstream TopologySpreading's pods: what ArchFilter adds to that workload's cycle",
-		"spread/default", "spread/archfilter", 0},
+		"spread/default", "spread/archfilter", 0, false},
 	{"cycles/s ratio ArchFilter / default, upstream PreemptionBasic's pods: what ArchFilter adds to a failed cycle and its preemption",
-		"preempt/default", "preempt/archfilter", 0},
+		"preempt/default", "preempt/archfilter", 0, false},
 }
 
 // cycleRun is the run the scheduling cycle's rows come from: the newest that ran
@@ -135,10 +157,37 @@ func cycleRows(r *Results) []Row {
 		}
 		rows = append(rows, Row{Section: cycleSection, Measurement: label, Result: result, Status: NoCheck})
 	}
+	rows = append(rows, interleavedRow(r))
 	for _, c := range cycleRatios {
 		rows = append(rows, cycleRatioRow(r, c))
 	}
 	return rows
+}
+
+// interleavedProfiles are the profiles of the interleaved sub-benchmark, with the
+// words the document uses for them.
+var interleavedProfiles = []struct{ profile, label string }{
+	{"default", "default"}, {"skip-floor", "skip floor"}, {"archfilter", "ArchFilter"},
+}
+
+// interleavedRow is the mean time per cycle of each profile of the interleaved
+// sub-benchmark (medians over the runs).
+func interleavedRow(r *Results) Row {
+	row := Row{Section: cycleSection, Status: NoCheck,
+		Measurement: "images of every node architecture, a cycle of the default profile, the skip floor and ArchFilter in turn " +
+			"(the first of each turn rotating): time per cycle"}
+	var parts []string
+	for _, p := range interleavedProfiles {
+		v, ok := r.median(cycleBench(interleavedBench), p.profile+"-ns/cycle")
+		if !ok {
+			row.Result, row.Status = "no result ("+cycleBench(interleavedBench)+")", NoData
+			return row
+		}
+		parts = append(parts, p.label+" "+ns(v))
+	}
+	row.Result = strings.Join(parts, ", ") + fmt.Sprintf(" (medians of %d runs; cycles in turn share the caches, so each is slower than on its own)",
+		r.runs(cycleBench(interleavedBench), "default-ns/cycle"))
+	return row
 }
 
 // cycleRatioRow is the ratio of the medians, with the ratios of the runs, paired in
@@ -146,9 +195,10 @@ func cycleRows(r *Results) []Row {
 // were measured side by side, as scheduler_perf's rounds are.
 func cycleRatioRow(r *Results, c cycleRatio) Row {
 	row := Row{Section: cycleSection, Measurement: c.label, Target: targetCell(c.target)}
-	base, subject := cycleBench(c.base), cycleBench(c.subject)
-	tb, okb := r.median(base, nsPerOp)
-	ts, oks := r.median(subject, nsPerOp)
+	base, baseUnit := c.measure(c.base)
+	subject, subjectUnit := c.measure(c.subject)
+	tb, okb := r.median(base, baseUnit)
+	ts, oks := r.median(subject, subjectUnit)
 	if !okb || !oks || ts == 0 {
 		row.Result, row.Status = "no result", NoData
 		return row
@@ -156,10 +206,22 @@ func cycleRatioRow(r *Results, c cycleRatio) Row {
 	ratio := tb / ts
 	row.Result = f2(ratio)
 	// Cycles per second are the inverse of times: divide base's time by subject's.
-	judgeRatio(&row, ratio, pairedRatios(r.values(subject, nsPerOp), r.values(base, nsPerOp)), c.target)
+	judgeRatio(&row, ratio, pairedRatios(r.values(subject, subjectUnit), r.values(base, baseUnit)), c.target)
 	if row.Status == Missed {
 		row.Note = fmt.Sprintf("ratio %s against a target of %s.", f2(ratio), f2(c.target))
-		if parts := spreads(r, []string{base, subject}, nsPerOp, "per cycle", ns); len(parts) > 0 {
+		var parts []string
+		if c.interleaved {
+			for _, side := range []string{c.base, c.subject} {
+				name, unit := c.measure(side)
+				if lo, hi, pct, ok := spread(r.values(name, unit)); ok {
+					parts = append(parts, fmt.Sprintf("the %s profile's cycles in turn ranged %s–%s over %d runs (±%.0f %% around its median)",
+						side, ns(lo), ns(hi), len(r.values(name, unit)), pct))
+				}
+			}
+		} else {
+			parts = spreads(r, []string{base, subject}, nsPerOp, "per cycle", ns)
+		}
+		if len(parts) > 0 {
 			row.Note += " " + strings.Join(parts, "; ") + "."
 		}
 	}

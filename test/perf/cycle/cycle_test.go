@@ -104,6 +104,10 @@ func BenchmarkSchedulingCycle(b *testing.B) {
 	for _, tc := range orderedCases(all) {
 		b.Run(tc.name, func(b *testing.B) { clusterFor(b, tc).benchCase(b, ctx, tc) })
 	}
+	// The every-architecture cases again, a cycle of each in turn (benchInterleaved).
+	b.Run("everywhere/interleaved", func(b *testing.B) {
+		clusterFor(b, caseNamed(b, interleavedCases[0])).benchInterleaved(b, ctx, interleavedCases)
+	})
 }
 
 // cleanupTo is TB, whose cleanups owner runs instead: for what a sub-benchmark

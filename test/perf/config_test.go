@@ -73,39 +73,13 @@ func TestConfig(t *testing.T) {
 	}
 	// Upstream's workloads come in pairs that differ only in the profile, with
 	// one workload per scale, and the pod templates are upstream's files.
-	upstream := 0
-	for name, w := range workloads {
-		tc, wl, _ := strings.Cut(name, "/")
-		base, ok := strings.CutSuffix(tc, "_Default")
-		if !strings.HasPrefix(tc, "Upstream_") || !ok {
-			continue
-		}
-		upstream++
-		if other, ok := workloads[base+"_ArchFilter/"+wl]; !ok || other != w {
-			t.Errorf("%s has no twin %s_ArchFilter/%s with the same pods (got %+v, want %+v)", name, base, wl, other, w)
-		}
-	}
-	if upstream != 5*3 {
-		t.Errorf("%d upstream workloads with the default profile, want 5 test cases × 3 scales", upstream)
+	if n := checkTwins(t, workloads, "Upstream_", "_ArchFilter"); n != 5*3 {
+		t.Errorf("%d upstream workloads with the default profile, want 5 test cases × 3 scales", n)
 	}
 	// The batching workloads come in threes with the same pods: ArchFilter and the
 	// default profile with batching on, and the default profile with it off.
-	batching := 0
-	for name, w := range workloads {
-		tc, wl, _ := strings.Cut(name, "/")
-		base, ok := strings.CutSuffix(tc, "_Default")
-		if !strings.HasPrefix(tc, "Batching_") || !ok {
-			continue
-		}
-		batching++
-		for _, twin := range []string{"_ArchFilter/", "_Unbatched/"} {
-			if other, ok := workloads[base+twin+wl]; !ok || other != w {
-				t.Errorf("%s has no twin %s%s%s with the same pods (got %+v, want %+v)", name, base, twin, wl, other, w)
-			}
-		}
-	}
-	if batching != 2*3 {
-		t.Errorf("%d batching workloads with the default profile, want 2 test cases × 3 scales", batching)
+	if n := checkTwins(t, workloads, "Batching_", "_ArchFilter", "_Unbatched"); n != 2*3 {
+		t.Errorf("%d batching workloads with the default profile, want 2 test cases × 3 scales", n)
 	}
 	if got := workloads["Upstream_SchedulingPodAffinity_Default/500Nodes"]; got.measuredNamespace != "sched-1" || got.measuredPods != 1000 {
 		t.Errorf("pod affinity measures %+v, want 1000 pods in sched-1", got)
@@ -198,6 +172,28 @@ func TestConfig(t *testing.T) {
 			}
 		})
 	}
+}
+
+// checkTwins checks that every workload of a test case <prefix>…_Default has a twin
+// in each test case <prefix>…<suffix> with the same pods, and returns how many
+// such default workloads there are.
+func checkTwins(t *testing.T, workloads map[string]workload, prefix string, suffixes ...string) int {
+	t.Helper()
+	n := 0
+	for name, w := range workloads {
+		tc, wl, _ := strings.Cut(name, "/")
+		base, ok := strings.CutSuffix(tc, "_Default")
+		if !strings.HasPrefix(tc, prefix) || !ok {
+			continue
+		}
+		n++
+		for _, suffix := range suffixes {
+			if other, ok := workloads[base+suffix+"/"+wl]; !ok || other != w {
+				t.Errorf("%s has no twin %s%s/%s with the same pods (got %+v, want %+v)", name, base, suffix, wl, other, w)
+			}
+		}
+	}
+	return n
 }
 
 func archFilterArgs(p schedconfig.KubeSchedulerProfile) *config.ArchFilterArgs {

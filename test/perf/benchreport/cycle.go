@@ -327,48 +327,76 @@ func roundRange(ratios []float64) (lo, hi float64, ok bool) {
 
 // profileShare matches the header of go tool pprof -top with -focus: "Showing nodes
 // accounting for 0.27s, 0.83% of 32.36s total".
-var profileShare = regexp.MustCompile(`Showing nodes accounting for ([0-9.]+)(ms|s|min), [0-9.]+% of [0-9.]+(?:ms|s|min) total`)
+var profileShare = regexp.MustCompile(`Showing nodes accounting for (0|[0-9.]+(?:ms|s|min)), [0-9.]+% of ([0-9.]+(?:ms|s|min)) total`)
 
-// profileSeconds is the CPU time a focused go tool pprof -top table accounts for.
-func profileSeconds(top string) (float64, bool) {
-	if strings.Contains(top, "Showing nodes accounting for 0, 0% of") {
+// profileDuration parses one of pprof's durations: "0", "250ms", "1.40s", "2min".
+func profileDuration(v string) (float64, bool) {
+	if v == "0" {
 		return 0, true
 	}
-	m := profileShare.FindStringSubmatch(top)
-	if m == nil {
-		return 0, false
+	for _, u := range []struct {
+		suffix string
+		scale  float64
+	}{{"ms", 1e-3}, {"min", 60}, {"s", 1}} {
+		if num, ok := strings.CutSuffix(v, u.suffix); ok {
+			f, err := strconv.ParseFloat(num, 64)
+			return f * u.scale, err == nil
+		}
 	}
-	v, err := strconv.ParseFloat(m[1], 64)
-	if err != nil {
-		return 0, false
-	}
-	switch m[2] {
-	case "ms":
-		v /= 1000
-	case "min":
-		v *= 60
-	}
-	return v, true
+	return 0, false
 }
 
-// cycleProfileRows is the share of the cycles' CPU that ArchFilter's extension points
-// took in the profiled pass of the upstream workloads' cycles (hack/bench:
-// spread/archfilter and preempt/archfilter under -cpuprofile), from the headers of
-// the two focused tables; none when the run took no profile.
-func cycleProfileRows(cycles, archFilter string) []Row {
-	if cycles == "" && archFilter == "" {
+// profiledCycles is the CPU time, in seconds, of the cycles timed in the profiled
+// pass: the sum over its benchmark lines of iterations × cpu-ns/op.
+func profiledCycles(log string) float64 {
+	total := 0.0
+	for _, line := range strings.Split(log, "\n") {
+		fields := strings.Fields(line)
+		if len(fields) < 4 || !strings.HasPrefix(fields[0], "Benchmark") {
+			continue
+		}
+		n, err := strconv.ParseFloat(fields[1], 64)
+		if err != nil {
+			continue
+		}
+		for i := 2; i+1 < len(fields); i += 2 {
+			if fields[i+1] == cpuPerOp {
+				if v, err := strconv.ParseFloat(fields[i], 64); err == nil {
+					total += n * v / 1e9
+				}
+			}
+		}
+	}
+	return total
+}
+
+// cycleProfileRows is the CPU that ArchFilter's extension points took in the
+// profiled pass of the upstream workloads' cycles (hack/bench: spread/archfilter and
+// preempt/archfilter under -cpuprofile): from the header of the focused table, against
+// the CPU of the timed cycles (the pass's benchmark lines) and of the whole process.
+// None when the run took no profile.
+func cycleProfileRows(log, top string) []Row {
+	if top == "" {
 		return nil
 	}
 	row := Row{Section: cycleSection, Status: NoCheck,
 		Measurement: "CPU profile of upstream TopologySpreading's and PreemptionBasic's cycles with ArchFilter " +
-			"(one pass of both cases, 3 s each): ArchFilter's extension points (PreFilter, Filter, PreScore, Score) " +
-			"within SchedulePod and preemption's PostFilter"}
-	total, ok1 := profileSeconds(cycles)
-	own, ok2 := profileSeconds(archFilter)
-	if !ok1 || !ok2 || total <= 0 {
-		row.Result, row.Status = "the profile's tables were not understood", NoData
+			"(one pass of both cases, 3 s each): ArchFilter's extension points (PreFilter, Filter, PreScore, Score, NormalizeScore)"}
+	m := profileShare.FindStringSubmatch(top)
+	if m == nil {
+		row.Result, row.Status = "the profile's header was not understood", NoData
 		return []Row{row}
 	}
-	row.Result = fmt.Sprintf("%s s of the cycles' %s s of CPU: %.2f %%", f2(own), f2(total), 100*own/total)
+	own, ok1 := profileDuration(m[1])
+	process, ok2 := profileDuration(m[2])
+	if !ok1 || !ok2 || process <= 0 {
+		row.Result, row.Status = "the profile's header was not understood", NoData
+		return []Row{row}
+	}
+	row.Result = fmt.Sprintf("%s s of CPU", f2(own))
+	if cycles := profiledCycles(log); cycles > 0 {
+		row.Result += fmt.Sprintf(": %.2f %% of the %s s the timed cycles took", 100*own/cycles, f1(cycles))
+	}
+	row.Result += fmt.Sprintf(" (%.2f %% of the process's %s s, building the clusters included)", 100*own/process, f1(process))
 	return []Row{row}
 }

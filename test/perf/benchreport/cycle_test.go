@@ -204,25 +204,29 @@ func TestSpreadCycleNote(t *testing.T) {
 	}
 }
 
-// TestCycleProfileRows reads the CPU time of the cycles and of ArchFilter's
-// extension points from go tool pprof's headers, as hack/bench writes them.
+// TestCycleProfileRows reads ArchFilter's CPU time and the process's from go tool
+// pprof's header, and the timed cycles' from the pass's benchmark lines, as
+// hack/bench writes them.
 func TestCycleProfileRows(t *testing.T) {
+	const log = "goos: linux\n" +
+		"BenchmarkSchedulingCycle/spread/archfilter-2 \t 2000 \t 1329803 ns/op \t 1.000 archfilter-filter-skip \t 2000000 cpu-ns/op \t 811974 B/op\n" +
+		"BenchmarkSchedulingCycle/preempt/archfilter-2 \t 300 \t 10911304 ns/op \t 20000000 cpu-ns/op\nPASS\n"
 	header := func(accounted string) string {
 		return "File: cycle.test\nType: cpu\nActive filters:\n   focus=x\n" +
 			"Showing nodes accounting for " + accounted + " total\n      flat  flat%   sum%        cum   cum%\n"
 	}
-	rows := cycleProfileRows(header("12.50s, 50.00% of 25s"), header("250ms, 1.00% of 25s"))
-	if len(rows) != 1 || rows[0].Result != "0.25 s of the cycles' 12.50 s of CPU: 2.00 %" || rows[0].Status != NoCheck {
-		t.Errorf("rows = %+v", rows)
+	rows := cycleProfileRows(log, header("20ms, 0.12% of 17s"))
+	want := "0.02 s of CPU: 0.20 % of the 10.0 s the timed cycles took (0.12 % of the process's 17.0 s, building the clusters included)"
+	if len(rows) != 1 || rows[0].Result != want || rows[0].Status != NoCheck {
+		t.Errorf("rows = %+v\nwant result %q", rows, want)
 	}
-	none := "Active filters:\n   focus=x\nShowing nodes accounting for 0, 0% of 25s total\n"
-	if rows := cycleProfileRows(header("12.50s, 50.00% of 25s"), none); len(rows) != 1 || rows[0].Result != "0.00 s of the cycles' 12.50 s of CPU: 0.00 %" {
+	if rows := cycleProfileRows(log, header("0, 0% of 17s")); len(rows) != 1 || !strings.HasPrefix(rows[0].Result, "0.00 s of CPU: 0.00 %") {
 		t.Errorf("no sample in ArchFilter: %+v", rows)
 	}
 	if rows := cycleProfileRows("", ""); rows != nil {
 		t.Errorf("a run without a profile has rows: %+v", rows)
 	}
-	if rows := cycleProfileRows("garbage", header("1s, 1% of 2s")); len(rows) != 1 || rows[0].Status != NoData {
+	if rows := cycleProfileRows(log, "garbage"); len(rows) != 1 || rows[0].Status != NoData {
 		t.Errorf("an unreadable profile: %+v", rows)
 	}
 }

@@ -34,11 +34,11 @@ type Run struct {
 	// profile of the scheduler_perf run: the whole process, and ArchFilter's own
 	// functions (plugin and resolver). Empty when no profile was taken.
 	ProfileTop, ProfileArchFilter string
-	// CycleProfileCycles and CycleProfileArchFilter are go tool pprof -top of the
-	// profiled pass of the scheduling cycle's upstream cases with ArchFilter (spread
-	// and preempt), focused on the cycles and on ArchFilter's extension points within
-	// them. Empty when none was taken.
-	CycleProfileCycles, CycleProfileArchFilter string
+	// CycleProfileLog is the output of the profiled pass of the scheduling cycle's
+	// upstream cases with ArchFilter (spread and preempt), and CycleProfileArchFilter
+	// go tool pprof -top of its profile, focused on ArchFilter's extension points.
+	// Empty when none was taken.
+	CycleProfileLog, CycleProfileArchFilter string
 }
 
 // date is when the run finished, as its machine description says ("2026-11-26 04:58 UTC",

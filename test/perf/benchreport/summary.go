@@ -47,7 +47,7 @@ func Summary(runs []*Run) []Row {
 	rows = append(rows, outageRows(runs)...)
 	cycle := cycleRun(runs)
 	rows = append(rows, fromRun(cycle, cycleRows(cycle.Results))...)
-	rows = append(rows, fromRun(cycle, cycleProfileRows(cycle.CycleProfileCycles, cycle.CycleProfileArchFilter))...)
+	rows = append(rows, fromRun(cycle, cycleProfileRows(cycle.CycleProfileLog, cycle.CycleProfileArchFilter))...)
 	curve := curveRun(runs)
 	rows = append(rows, fromRun(curve, curveRows(curve.Results))...)
 	micro := microRun(runs)
@@ -395,6 +395,9 @@ func upstreamRows(runs []*Run) []Row {
 			rw := ratioRow(r, section, c+" ("+w+")", b, s, upstreamTarget,
 				fmt.Sprintf("%s against %s pods/s (%d runs)", f0(ts), f0(tb), r.runs(s, throughput)))
 			rw.Run = run.ID
+			if rw.Status == Missed {
+				rw.Note += bindRateNote(r, b, s, upstreamTarget)
+			}
 			if k, measured := upstreamCycleKinds[c]; measured && rw.Status == Missed {
 				if note := upstreamCycleNote(cycleRun(runs), k.kind, k.what); note != "" {
 					rw.Note += " " + note
@@ -404,4 +407,29 @@ func upstreamRows(runs []*Run) []Row {
 		}
 	}
 	return rows
+}
+
+// bindRateNote adds to a missed throughput ratio what the bind rates say, when they
+// meet the target the sample average missed: SchedulingThroughput averages
+// one-second samples of pods bound, seconds without a bind included, while the bind
+// rate is the pods over the time from the first bind to the last.
+func bindRateNote(r *Results, base, subject string, target float64) string {
+	bb, okb := r.median(base, bindRate)
+	bs, oks := r.median(subject, bindRate)
+	if !okb || !oks || bb <= 0 || bs/bb < target {
+		return ""
+	}
+	note := fmt.Sprintf(" The bind rates (measured pods over the time from their first bind to their last) give %s", f2(bs/bb))
+	if lo, hi, ok := roundRange(pairedRatios(r.values(base, bindRate), r.values(subject, bindRate))); ok {
+		note += fmt.Sprintf(" (rounds %s–%s)", f2(lo), f2(hi))
+	}
+	note += fmt.Sprintf(": %s pods/s with ArchFilter against %s without", f0(bs), f0(bb))
+	tb, tbok := r.values(base, throughput), len(r.values(base, throughput)) > 0
+	ts, tsok := r.values(subject, throughput), len(r.values(subject, throughput)) > 0
+	if tbok && tsok {
+		note += fmt.Sprintf(", while SchedulingThroughput, which averages one-second samples including the seconds in which no pod "+
+			"is bound, swung from %s to %s pods/s without ArchFilter and from %s to %s with it",
+			f0(slices.Min(tb)), f0(slices.Max(tb)), f0(slices.Min(ts)), f0(slices.Max(ts)))
+	}
+	return note + "."
 }

@@ -213,40 +213,21 @@ func startRegistry(tb testing.TB) *registrytest.Memory {
 	return reg
 }
 
-// loadProfiles decodes the profiles as kube-scheduler decodes --config: default
-// and minimal from the configuration below, archfilter from the deployed
-// manifest's, with the test registries added to ArchFilter's args.
+// loadProfiles decodes the profiles as kube-scheduler decodes --config: default,
+// minimal, minimal-all and skip-floor from the configuration below, archfilter
+// from the deployed manifest's, with the test registries added to ArchFilter's args.
 func loadProfiles(tb testing.TB, registries ...string) []schedconfig.KubeSchedulerProfile {
 	tb.Helper()
-	cfg := decodeConfig(tb, []byte(`apiVersion: kubescheduler.config.k8s.io/v1
-kind: KubeSchedulerConfiguration
-profiles:
-- schedulerName: `+profileDefault+`
-- schedulerName: `+profileMinimal+`
-  plugins:
-    multiPoint:
-      enabled:
-      - name: `+minimalName+`
-    filter:
-      enabled:
-      - name: `+minimalName+`
-- schedulerName: `+profileMinimalAll+`
-  plugins:
-    multiPoint:
-      enabled:
-      - name: `+minimalAllName+`
-    filter:
-      enabled:
-      - name: `+minimalAllName+`
-- schedulerName: `+profileSkipFloor+`
-  plugins:
-    multiPoint:
-      enabled:
-      - name: `+skipFloorName+`
-    filter:
-      enabled:
-      - name: `+skipFloorName+`
-`))
+	// Each added plugin is enabled as the manifest enables ArchFilter: under
+	// multiPoint, and under filter, which makes it the first Filter plugin.
+	added := func(profile, plugin string) string {
+		return "- schedulerName: " + profile + "\n  plugins:\n" +
+			"    multiPoint:\n      enabled:\n      - name: " + plugin + "\n" +
+			"    filter:\n      enabled:\n      - name: " + plugin + "\n"
+	}
+	cfg := decodeConfig(tb, []byte("apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nprofiles:\n"+
+		"- schedulerName: "+profileDefault+"\n"+
+		added(profileMinimal, minimalName)+added(profileMinimalAll, minimalAllName)+added(profileSkipFloor, skipFloorName)))
 	data, err := os.ReadFile(defaultScheduler)
 	if err != nil {
 		tb.Fatal(err)

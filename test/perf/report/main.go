@@ -192,7 +192,7 @@ func loadRun(dir string) (*benchreport.Run, error) {
 	// A run without a CPU profile has no tables: not something missing.
 	run.ProfileTop = readIfExists(path("profile-top.txt"))
 	run.ProfileArchFilter = readIfExists(path("profile-archfilter.txt"))
-	run.CycleProfileCycles = readIfExists(path("cycle-profile-cycles.txt"))
+	run.CycleProfileLog = readIfExists(path("cycle-profile.log"))
 	run.CycleProfileArchFilter = readIfExists(path("cycle-profile-archfilter.txt"))
 	return run, nil
 }

@@ -3,6 +3,7 @@ package archfilter
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -80,10 +81,13 @@ func TestNoWrongBindWhileTableLags(t *testing.T) {
 	lagFactory := informers.NewSharedInformerFactory(lagCS, 0)
 	factory := informers.NewSharedInformerFactory(cs, 0)
 	res := newFakeResolver(t, clock.RealClock{}, standardResults(t, time.Now()))
+	var plugin atomic.Pointer[ArchFilter]
 	registry := frameworkruntime.Registry{
 		Name: func(ctx context.Context, _ runtime.Object, h schedfw.Handle) (schedfw.Plugin, error) {
-			return newPlugin(ctx, defaultArgs(t), laggingHandle{Handle: h, factory: lagFactory},
+			pl, err := newPlugin(ctx, defaultArgs(t), laggingHandle{Handle: h, factory: lagFactory},
 				deps{resolver: res, credentials: &fakeCredentials{}, leading: func() bool { return true }})
+			plugin.Store(pl)
+			return pl, err
 		},
 	}
 	broadcaster := events.NewBroadcaster(&events.EventSinkImpl{Interface: cs.EventsV1()})
@@ -120,6 +124,13 @@ func TestNoWrongBindWhileTableLags(t *testing.T) {
 		return v
 	}
 	before := rejected()
+	// The informers' caches are synced, but ArchFilter's table is fed by its handlers,
+	// which may not have run yet: with an empty table PreFilter cannot skip Filter
+	// (Filter would then reject the s390x node by its labels, and the race this test
+	// forces would not happen).
+	pollFor(t, ctx, "ArchFilter's node table to hold the amd64 node", func() bool {
+		return len(plugin.Load().platforms.snapshot().platforms) > 0
+	})
 	go sched.Run(ctx)
 
 	pollFor(t, ctx, "Reserve to reject the s390x node", func() bool { return rejected() > before })

@@ -100,12 +100,21 @@ func curveRun(runs []*Run) *Run {
 }
 
 // curveNodes are the node counts of BenchmarkSchedulingCycleNodes in r, ascending.
-func curveNodes(r *Results) []int {
+func curveNodes(r *Results) []int { return countsAfter(r, curvePrefix, "") }
+
+// countsAfter are the numbers that follow prefix in r's benchmark names (up to the
+// next "/"), ascending and each once; with unit, only those of names that have it.
+func countsAfter(r *Results, prefix, unit string) []int {
 	var out []int
 	for _, name := range r.names() {
-		rest, ok := strings.CutPrefix(name, curvePrefix)
+		rest, ok := strings.CutPrefix(name, prefix)
 		if !ok {
 			continue
+		}
+		if unit != "" {
+			if _, ok := r.median(name, unit); !ok {
+				continue
+			}
 		}
 		field, _, _ := strings.Cut(rest, "/")
 		if n, err := strconv.Atoi(field); err == nil && !slices.Contains(out, n) {

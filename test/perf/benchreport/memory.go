@@ -2,7 +2,6 @@ package benchreport
 
 import (
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 )
@@ -13,20 +12,7 @@ const schedulerMemoryPrefix = "BenchmarkSchedulerMemory/images="
 
 // schedulerMemoryCounts are the image counts BenchmarkSchedulerMemory measured, ascending.
 func schedulerMemoryCounts(r *Results) []int {
-	var out []int
-	for _, name := range r.names() {
-		rest, ok := strings.CutPrefix(name, schedulerMemoryPrefix)
-		if !ok {
-			continue
-		}
-		if n, err := strconv.Atoi(rest); err == nil && !slices.Contains(out, n) {
-			if _, ok := r.median(name, "rss-MiB"); ok {
-				out = append(out, n)
-			}
-		}
-	}
-	slices.Sort(out)
-	return out
+	return countsAfter(r, schedulerMemoryPrefix, "rss-MiB")
 }
 
 // schedulerMemoryRows is the scheduler process's memory with ArchFilter over 5 000

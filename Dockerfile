@@ -5,9 +5,9 @@
 # image (same binary flags, user 65532, labels) without any container engine
 # (hack/image, internal/ociimage).
 #
-# FLAVOUR selects the build: main (Kubernetes 1.36, go.mod) or k8s1.34
-# (Kubernetes 1.34 with sigs.k8s.io/scheduler-plugins, go.k8s1.34.mod). Tag the
-# k8s1.34 image VERSION-k8s1.34 (make docker-buildx does).
+# FLAVOUR selects the build: main (Kubernetes 1.36, go.mod) or k8s1.35
+# (Kubernetes 1.34 with sigs.k8s.io/scheduler-plugins, go.k8s1.35.mod). Tag the
+# k8s1.35 image VERSION-k8s1.35 (make docker-buildx does).
 ARG GO_VERSION=1.26
 FROM --platform=$BUILDPLATFORM golang:${GO_VERSION} AS build
 ARG TARGETOS
@@ -17,14 +17,14 @@ ARG GIT_COMMIT=unknown
 ARG BUILD_DATE=1970-01-01T00:00:00Z
 ARG FLAVOUR=main
 WORKDIR /src
-COPY go.mod go.sum go.k8s1.34.mod go.k8s1.34.sum ./
+COPY go.mod go.sum go.k8s1.35.mod go.k8s1.35.sum ./
 # The golang image's GOPATH is /go: its module cache is /go/pkg/mod.
 RUN --mount=type=cache,target=/go/pkg/mod \
-    if [ "$FLAVOUR" = k8s1.34 ]; then go mod download -modfile=go.k8s1.34.mod; else go mod download; fi
+    if [ "$FLAVOUR" = k8s1.35 ]; then go mod download -modfile=go.k8s1.35.mod; else go mod download; fi
 COPY . .
 RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache/go-build \
     GOOS=$TARGETOS GOARCH=$TARGETARCH make build-$FLAVOUR VERSION=$VERSION GIT_COMMIT=$GIT_COMMIT BUILD_DATE=$BUILD_DATE \
-      BINARY=/out/archfilter-scheduler BINARY_K8S134=/out/archfilter-scheduler
+      BINARY=/out/archfilter-scheduler BINARY_K8S135=/out/archfilter-scheduler
 
 FROM gcr.io/distroless/static-debian12:nonroot
 ARG VERSION=v0.0.0-dev

@@ -7,11 +7,11 @@ SHELL := /usr/bin/env bash
 
 BIN_DIR        ?= bin
 BINARY         ?= $(BIN_DIR)/archfilter-scheduler
-# The k8s1.34 flavour: Kubernetes v1.34 plus sigs.k8s.io/scheduler-plugins,
+# The k8s1.35 flavour: Kubernetes v1.34 plus sigs.k8s.io/scheduler-plugins,
 # built from the same tree with its own module file and build tag.
-FLAVOUR_K8S134 := k8s1.34
-K8S134_GOFLAGS := -modfile=go.k8s1.34.mod -tags=k8s1.34
-BINARY_K8S134  ?= $(BIN_DIR)/archfilter-scheduler-$(FLAVOUR_K8S134)
+FLAVOUR_K8S135 := k8s1.35
+K8S135_GOFLAGS := -modfile=go.k8s1.35.mod -tags=k8s1.35
+BINARY_K8S135  ?= $(BIN_DIR)/archfilter-scheduler-$(FLAVOUR_K8S135)
 BINARY_PLACEMENT ?= $(BIN_DIR)/archfilter-placement
 IMAGE          ?= archfilter/archfilter-scheduler
 PLATFORMS      ?= linux/amd64,linux/arm64,linux/ppc64le,linux/s390x
@@ -44,7 +44,7 @@ BUILD_DATE     ?= $(shell TZ=UTC git log -1 --format=%cd --date=format-local:'%Y
 CV             := k8s.io/component-base/version
 AV             := github.com/archfilter/archfilter/pkg/version
 # ldflags_for KUBE_VERSION ARCHFILTER_VERSION: the Kubernetes version of the
-# module graph, and archfilter's own (with the flavour suffix for k8s1.34).
+# module graph, and archfilter's own (with the flavour suffix for k8s1.35).
 kube_major      = $(word 1,$(subst ., ,$(patsubst v%,%,$(1))))
 kube_minor      = $(word 2,$(subst ., ,$(patsubst v%,%,$(1))))
 ldflags_for     = -s -w \
@@ -52,9 +52,9 @@ ldflags_for     = -s -w \
 	-X $(CV).gitCommit= -X $(CV).gitTreeState=clean -X $(CV).buildDate=$(BUILD_DATE) \
 	-X $(AV).Version=$(2) -X $(AV).GitCommit=$(GIT_COMMIT) -X $(AV).BuildDate=$(BUILD_DATE)
 KUBE_VERSION   := $(shell $(GO) list -m -f '{{.Version}}' k8s.io/kubernetes)
-KUBE_VERSION_K8S134 := $(shell $(GO) list -modfile=go.k8s1.34.mod -m -f '{{.Version}}' k8s.io/kubernetes)
+KUBE_VERSION_K8S135 := $(shell $(GO) list -modfile=go.k8s1.35.mod -m -f '{{.Version}}' k8s.io/kubernetes)
 LDFLAGS        := $(call ldflags_for,$(KUBE_VERSION),$(VERSION))
-LDFLAGS_K8S134 := $(call ldflags_for,$(KUBE_VERSION_K8S134),$(VERSION)-$(FLAVOUR_K8S134))
+LDFLAGS_K8S135 := $(call ldflags_for,$(KUBE_VERSION_K8S135),$(VERSION)-$(FLAVOUR_K8S135))
 
 ##@ General
 
@@ -67,7 +67,7 @@ help: ## Show this help.
 ##@ Build
 
 .PHONY: build
-build: build-main build-k8s1.34 build-placement build-cli ## Build both flavours: bin/archfilter-scheduler (main line) and bin/archfilter-scheduler-k8s1.34, bin/archfilter-placement and bin/kubectl-archfilter.
+build: build-main build-k8s1.35 build-placement build-cli ## Build both flavours: bin/archfilter-scheduler (main line) and bin/archfilter-scheduler-k8s1.35, bin/archfilter-placement and bin/kubectl-archfilter.
 
 .PHONY: build-main
 build-main: ## Build bin/archfilter-scheduler: the main line, Kubernetes $(KUBE_VERSION) (static, version-stamped).
@@ -82,36 +82,36 @@ build-cli: ## Build bin/kubectl-archfilter: the kubectl plugin (docs/kubectl-plu
 	CGO_ENABLED=0 $(GO) build $(TRIMPATH) -ldflags "$(LDFLAGS)" -o $(BIN_DIR)/kubectl-archfilter ./cmd/kubectl-archfilter
 	install -m 0755 cmd/kubectl-archfilter/kubectl_complete-archfilter $(BIN_DIR)/kubectl_complete-archfilter
 
-.PHONY: build-k8s1.34
-build-k8s1.34: ## Build bin/archfilter-scheduler-k8s1.34: Kubernetes $(KUBE_VERSION_K8S134) with every sigs.k8s.io/scheduler-plugins plugin.
-	CGO_ENABLED=0 $(GO) build $(K8S134_GOFLAGS) $(TRIMPATH) -ldflags "$(LDFLAGS_K8S134)" -o $(BINARY_K8S134) ./cmd/scheduler-plugins
+.PHONY: build-k8s1.35
+build-k8s1.35: ## Build bin/archfilter-scheduler-k8s1.35: Kubernetes $(KUBE_VERSION_K8S135) with every sigs.k8s.io/scheduler-plugins plugin.
+	CGO_ENABLED=0 $(GO) build $(K8S135_GOFLAGS) $(TRIMPATH) -ldflags "$(LDFLAGS_K8S135)" -o $(BINARY_K8S135) ./cmd/scheduler-plugins
 
 .PHONY: ldflags
 ldflags: ## Print the -ldflags used by build (for the Dockerfile and scripts).
 	@echo '$(LDFLAGS)'
 
-# Image tags name the flavour: $(VERSION) is the main line, $(VERSION)-k8s1.34
+# Image tags name the flavour: $(VERSION) is the main line, $(VERSION)-k8s1.35
 # the Kubernetes 1.34 build with scheduler-plugins. The placement mode's
 # companion is its own image, $(PLACEMENT_IMAGE):$(VERSION).
 IMAGE_PLATFORMS ?= $(PLATFORMS)
-IMAGE_FLAVOURS  ?= main k8s1.34 placement
+IMAGE_FLAVOURS  ?= main k8s1.35 placement
 PLACEMENT_IMAGE ?= $(patsubst %-scheduler,%,$(IMAGE))-placement
 .PHONY: image
-image: ## Build the multi-arch image of each flavour without a container engine and push it, with each binary's SBOM attached (OCI referrer), to $(IMAGE):$(VERSION)[-k8s1.34], and the placement companion's to $(PLACEMENT_IMAGE):$(VERSION) (IMAGE=registry/name, REGISTRY_CA=PEM for a private CA).
+image: ## Build the multi-arch image of each flavour without a container engine and push it, with each binary's SBOM attached (OCI referrer), to $(IMAGE):$(VERSION)[-k8s1.35], and the placement companion's to $(PLACEMENT_IMAGE):$(VERSION) (IMAGE=registry/name, REGISTRY_CA=PEM for a private CA).
 	IMAGE=$(IMAGE) PLACEMENT_IMAGE=$(PLACEMENT_IMAGE) VERSION=$(VERSION) GIT_COMMIT=$(GIT_COMMIT) BUILD_DATE=$(BUILD_DATE) \
 		IMAGE_PLATFORMS=$(IMAGE_PLATFORMS) IMAGE_FLAVOURS="$(IMAGE_FLAVOURS)" hack/image/image.sh
 
 .PHONY: docker-image
-docker-image: ## Build the main-line image for this machine's platform with Docker (FLAVOUR=k8s1.34 for the other).
+docker-image: ## Build the main-line image for this machine's platform with Docker (FLAVOUR=k8s1.35 for the other).
 	docker build --build-arg BUILD_DATE=$(BUILD_DATE) --build-arg VERSION=$(VERSION) --build-arg GIT_COMMIT=$(GIT_COMMIT) --build-arg FLAVOUR=$(FLAVOUR) \
-		-t $(IMAGE):$(VERSION)$(if $(filter k8s1.34,$(FLAVOUR)),-k8s1.34) .
+		-t $(IMAGE):$(VERSION)$(if $(filter k8s1.35,$(FLAVOUR)),-k8s1.35) .
 
 .PHONY: docker-buildx
 docker-buildx: ## Build and push multi-arch images of both flavours for $(PLATFORMS) (needs Docker buildx).
 	docker buildx build --platform $(PLATFORMS) --build-arg VERSION=$(VERSION) --build-arg BUILD_DATE=$(BUILD_DATE) \
 		--build-arg GIT_COMMIT=$(GIT_COMMIT) --build-arg FLAVOUR=main -t $(IMAGE):$(VERSION) --push .
 	docker buildx build --platform $(PLATFORMS) --build-arg VERSION=$(VERSION) --build-arg BUILD_DATE=$(BUILD_DATE) \
-		--build-arg GIT_COMMIT=$(GIT_COMMIT) --build-arg FLAVOUR=k8s1.34 -t $(IMAGE):$(VERSION)-k8s1.34 --push .
+		--build-arg GIT_COMMIT=$(GIT_COMMIT) --build-arg FLAVOUR=k8s1.35 -t $(IMAGE):$(VERSION)-k8s1.35 --push .
 
 ##@ Deploy and release
 # One image name in every manifest (archfilter/archfilter-scheduler:<release>),
@@ -121,7 +121,7 @@ OVERLAY        ?= secondary
 DIST           ?= dist
 
 .PHONY: deploy
-deploy: ## kubectl apply -k manifests/overlays/$(OVERLAY) with the image $(IMAGE):$(VERSION) (-k8s1.34 for that overlay; $(PLACEMENT_IMAGE):$(VERSION) for placement); OVERLAY=secondary|secondary-k8s1.34|kubeadm-replacement|placement.
+deploy: ## kubectl apply -k manifests/overlays/$(OVERLAY) with the image $(IMAGE):$(VERSION) (-k8s1.35 for that overlay; $(PLACEMENT_IMAGE):$(VERSION) for placement); OVERLAY=secondary|secondary-k8s1.35|kubeadm-replacement|placement.
 	IMAGE=$(IMAGE) PLACEMENT_IMAGE=$(PLACEMENT_IMAGE) VERSION=$(VERSION) OVERLAY=$(OVERLAY) hack/deploy/deploy.sh apply
 
 .PHONY: undeploy
@@ -136,7 +136,7 @@ release: ## VERSION=vX.Y.Z IMAGE=registry/name: the images (make image: both fla
 
 # What make test runs, in this order: each is a stage of the table it prints
 # at the end (hack/stage.sh: wall time, CPU, result, tools cached or built).
-TEST_STAGES    := test-unit-main test-unit-k8s1.34 verify test-race test-integration test-chart \
+TEST_STAGES    := test-unit-main test-unit-k8s1.35 verify test-race test-integration test-chart \
 	e2e e2e-faults e2e-node e2e-karpenter test-readme bench-smoke
 
 # Every stage runs, even after one fails; the table is printed either way and
@@ -158,17 +158,17 @@ UNIT_PKGS      += ./test/perf/cycle/
 # README.md's shell blocks each say whether test-readme runs them.
 UNIT_PKGS      += ./test/readme/...
 
-.PHONY: test-unit test-unit-main test-unit-k8s1.34
-test-unit: test-unit-main test-unit-k8s1.34 ## Unit tests of both flavours (no network, no control plane).
+.PHONY: test-unit test-unit-main test-unit-k8s1.35
+test-unit: test-unit-main test-unit-k8s1.35 ## Unit tests of both flavours (no network, no control plane).
 
 test-unit-main: ## Unit tests of the main line.
 	# test/perf's own tests (its scheduler_perf configuration) on the main line,
 	# whose scheduler_perf make bench runs.
 	$(GO) test $(GOTESTVET) $(GOTESTFLAGS) $(UNIT_PKGS) ./test/perf/
 
-test-unit-k8s1.34: ## Unit tests of the k8s1.34 flavour.
+test-unit-k8s1.35: ## Unit tests of the k8s1.35 flavour.
 	# ./cmd/... does not match cmd/scheduler-plugins (go.mod ignores it): name it.
-	$(GO) test $(K8S134_GOFLAGS) $(GOTESTVET) $(GOTESTFLAGS) $(UNIT_PKGS) ./cmd/scheduler-plugins
+	$(GO) test $(K8S135_GOFLAGS) $(GOTESTVET) $(GOTESTFLAGS) $(UNIT_PKGS) ./cmd/scheduler-plugins
 
 # The packages with concurrency of their own: the resolver (workers, cache,
 # singleflight), its transport (breakers, limits) and the plugin (held pods,
@@ -186,8 +186,8 @@ test-race: ## Race detector on the packages with concurrency (main line).
 test-integration: build ## Integration tests of both flavours: the real binaries, control planes and registries.
 	ARCHFILTER_SCHEDULER_BINARY=$(abspath $(BINARY)) ARCHFILTER_KUBE_VERSION=$(KUBE_VERSION) \
 		$(GO) test $(GOTESTVET) $(GOTESTFLAGS) ./test/integration/...
-	ARCHFILTER_SCHEDULER_BINARY=$(abspath $(BINARY_K8S134)) ARCHFILTER_KUBE_VERSION=$(KUBE_VERSION_K8S134) \
-		$(GO) test $(K8S134_GOFLAGS) $(GOTESTVET) $(GOTESTFLAGS) ./test/integration/...
+	ARCHFILTER_SCHEDULER_BINARY=$(abspath $(BINARY_K8S135)) ARCHFILTER_KUBE_VERSION=$(KUBE_VERSION_K8S135) \
+		$(GO) test $(K8S135_GOFLAGS) $(GOTESTVET) $(GOTESTFLAGS) ./test/integration/...
 
 # The chart's tests are a Go module of their own (Helm's client libraries are
 # Kubernetes v0.37, go.mod pins v0.36): lint, every mode and values
@@ -222,7 +222,7 @@ verify: ## gofmt, go vet, go mod tidy, codegen and the module graphs' SBOMs must
 	hack/verify.sh
 
 .PHONY: sbom
-sbom: ## Regenerate hack/sbom/modules-{main,k8s1.34}.cdx.json, the CycloneDX SBOMs of both module graphs (after a change of go.mod or go.k8s1.34.mod).
+sbom: ## Regenerate hack/sbom/modules-{main,k8s1.35}.cdx.json, the CycloneDX SBOMs of both module graphs (after a change of go.mod or go.k8s1.35.mod).
 	hack/sbom/sbom.sh modules
 
 .PHONY: vulncheck
@@ -270,7 +270,7 @@ demo-down: ## Remove the demo's cluster, registries and state (binaries stay cac
 # the flavour's own, which the skew policy allows (one minor older than the
 # API server) and which saves building one per minor.
 E2E_MATRIX     ?= main:$(KUBE_VERSION):$(KUBE_VERSION) main:v1.37.2:$(KUBE_VERSION) \
-	k8s1.34:$(KUBE_VERSION_K8S134):$(KUBE_VERSION_K8S134) k8s1.34:v1.35.5:$(KUBE_VERSION_K8S134)
+	k8s1.35:$(KUBE_VERSION_K8S135):$(KUBE_VERSION_K8S135) k8s1.35:v1.35.5:$(KUBE_VERSION_K8S135)
 
 .PHONY: e2e
 e2e: build ## End-to-end tests on local KWOK clusters, once per cell of E2E_MATRIX (each brought up and removed).
@@ -297,7 +297,7 @@ tools-ahead: ## Build into the tools cache what make test needs from module grap
 	# make verify's govulncheck and database, and the SBOM generator (make image in e2e-node).
 	hack/cluster/tools.sh govulncheck vulndb cyclonedx-gomod
 	for v in $(sort $(foreach c,$(E2E_MATRIX),$(word 2,$(subst :, ,$(c))))); do \
-		case $$v in $(KUBE_VERSION)|$(KUBE_VERSION_K8S134)) continue ;; esac; \
+		case $$v in $(KUBE_VERSION)|$(KUBE_VERSION_K8S135)) continue ;; esac; \
 		KUBE_VERSION=$$v hack/cluster/tools.sh kube-apiserver; \
 	done
 	hack/cluster/tools.sh helm
@@ -308,7 +308,7 @@ tools-ahead: ## Build into the tools cache what make test needs from module grap
 	GOOS=linux GOARCH=arm64 nice -n 10 $(GO) build $(TRIMPATH) ./cmd/scheduler ./cmd/archfilter-placement
 
 .PHONY: e2e-node
-e2e-node: build-main ## A real linux/amd64 node (kubelet, Debian's containerd and runc; root) beside KWOK nodes: archfilter deployed with kubectl apply -k, the real exec format error and the fix; then the Helm chart with the placement mode from its own image (install, the stock scheduler placing by the affinity it wrote, upgrade, uninstall through its hook) and the k8s1.34 image run once.
+e2e-node: build-main ## A real linux/amd64 node (kubelet, Debian's containerd and runc; root) beside KWOK nodes: archfilter deployed with kubectl apply -k, the real exec format error and the fix; then the Helm chart with the placement mode from its own image (install, the stock scheduler placing by the affinity it wrote, upgrade, uninstall through its hook) and the k8s1.35 image run once.
 	# TRIMPATH is passed on to make image: under make test its amd64 binary then
 	# reuses what the tests compiled (the image is not reproducible then).
 	TRIMPATH="$(TRIMPATH)" ARCHFILTER_SCHEDULER_BINARY=$(abspath $(BINARY)) hack/node/e2e-node.sh

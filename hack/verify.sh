@@ -17,27 +17,27 @@ unformatted=$(gofmt -l $(git ls-files '*.go'))
 [[ -z "${unformatted}" ]] || fail "gofmt needed on: ${unformatted}"
 took "$t" gofmt
 
-# go vet of each flavour (the k8s1.34 one: same tree, its own module file and
+# go vet of each flavour (the k8s1.35 one: same tree, its own module file and
 # build tag), side by side: vet follows the packages' dependency order, so
 # one alone leaves a core idle much of the time. Each one's output is printed
 # whole when both are done.
 t=$(date +%s)
-k8s134=(-modfile=go.k8s1.34.mod -tags=k8s1.34)
+k8s135=(-modfile=go.k8s1.35.mod -tags=k8s1.35)
 vet_out=$(mktemp -d)
 go vet ./... >"$vet_out/main" 2>&1 &
 main_vet=$!
-go vet "${k8s134[@]}" ./... ./cmd/scheduler-plugins >"$vet_out/k8s134" 2>&1 &
-k8s134_vet=$!
+go vet "${k8s135[@]}" ./... ./cmd/scheduler-plugins >"$vet_out/k8s135" 2>&1 &
+k8s135_vet=$!
 wait "$main_vet" || fail "go vet reported problems: $(cat "$vet_out/main")"
-wait "$k8s134_vet" || fail "go vet (k8s1.34 flavour) reported problems: $(cat "$vet_out/k8s134")"
+wait "$k8s135_vet" || fail "go vet (k8s1.35 flavour) reported problems: $(cat "$vet_out/k8s135")"
 rm -rf "$vet_out"
 took "$t" "go vet (both flavours)"
 
 t=$(date +%s)
 go mod tidy
 git diff --quiet -- go.mod go.sum || fail "go.mod/go.sum are not tidy (run: go mod tidy)"
-go mod tidy -modfile=go.k8s1.34.mod
-git diff --quiet -- go.k8s1.34.mod go.k8s1.34.sum || fail "go.k8s1.34.mod/.sum are not tidy (run: go mod tidy -modfile=go.k8s1.34.mod)"
+go mod tidy -modfile=go.k8s1.35.mod
+git diff --quiet -- go.k8s1.35.mod go.k8s1.35.sum || fail "go.k8s1.35.mod/.sum are not tidy (run: go mod tidy -modfile=go.k8s1.35.mod)"
 took "$t" "go mod tidy (both module files)"
 
 t=$(date +%s)

@@ -1,10 +1,11 @@
-// Command archfilter-scheduler, k8s1.34 flavour: kube-scheduler v1.34 with the
-// ArchFilter plugin and every plugin of sigs.k8s.io/scheduler-plugins v0.34.7
-// registered, so it is a drop-in superset of the scheduler-plugins image.
+// Command archfilter-scheduler, k8s1.35 flavour: kube-scheduler v1.35 with the
+// ArchFilter plugin and every plugin of sigs.k8s.io/scheduler-plugins
+// (schedulercmd.SchedulerPluginsVersion) registered, so it is a drop-in
+// superset of the scheduler-plugins image.
 //
-// It builds only against go.k8s1.34.mod (make build-k8s1.34):
+// It builds only against go.k8s1.35.mod (make build-k8s1.35):
 //
-//	go build -modfile=go.k8s1.34.mod -tags k8s1.34 ./cmd/scheduler-plugins
+//	go build -modfile=go.k8s1.35.mod -tags k8s1.35 ./cmd/scheduler-plugins
 //
 // go.mod, the main line, ignores this directory.
 package main
@@ -57,7 +58,7 @@ func Options() []app.Option {
 	)
 	// Naming a plugin only the main line's kube-scheduler has fails at start,
 	// naming the main line.
-	return append(opts, schedulercmd.NotInThisFlavour(schedulercmd.InTreeSince135)...)
+	return append(opts, schedulercmd.NotInThisFlavour(schedulercmd.InTreeSince136)...)
 }
 
 func main() {

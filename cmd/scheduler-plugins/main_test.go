@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"testing"
 	"time"
@@ -45,7 +46,7 @@ func TestRegistersEverySchedulerPluginsPlugin(t *testing.T) {
 		got = append(got, name)
 	}
 	want := append([]string{archfilter.Name, archfilter.TaintTolerationName}, schedulercmd.SchedulerPlugins.Names...)
-	want = append(want, schedulercmd.InTreeSince135.Names...)
+	want = append(want, schedulercmd.InTreeSince136.Names...)
 	slices.Sort(got)
 	slices.Sort(want)
 	if diff := cmp.Diff(want, got); diff != "" {
@@ -53,14 +54,32 @@ func TestRegistersEverySchedulerPluginsPlugin(t *testing.T) {
 	}
 }
 
+// TestSchedulerPluginsVersionIsTheModuleGraphs: the version the "use the
+// k8s1.35 flavour" error names is the one this binary is built with.
+func TestSchedulerPluginsVersionIsTheModuleGraphs(t *testing.T) {
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		t.Fatal("no build information in the test binary")
+	}
+	for _, dep := range info.Deps {
+		if dep.Path == "sigs.k8s.io/scheduler-plugins" {
+			if dep.Version != schedulercmd.SchedulerPluginsVersion {
+				t.Errorf("built with sigs.k8s.io/scheduler-plugins %s, schedulercmd.SchedulerPluginsVersion says %s", dep.Version, schedulercmd.SchedulerPluginsVersion)
+			}
+			return
+		}
+	}
+	t.Error("sigs.k8s.io/scheduler-plugins is not in the test binary's build information")
+}
+
 // TestNewerInTreePluginsAreNotInTree checks that the names this flavour sends
 // to the main line really are missing from its own kube-scheduler (the main
-// line's test checks that they are in 1.36's).
+// line's test checks that they are in its own).
 func TestNewerInTreePluginsAreNotInTree(t *testing.T) {
 	inTree := plugins.NewInTreeRegistry()
-	for _, name := range schedulercmd.InTreeSince135.Names {
+	for _, name := range schedulercmd.InTreeSince136.Names {
 		if _, ok := inTree[name]; ok {
-			t.Errorf("%s is in this kube-scheduler's in-tree registry: drop it from InTreeSince135", name)
+			t.Errorf("%s is in this kube-scheduler's in-tree registry: drop it from InTreeSince136", name)
 		}
 	}
 }

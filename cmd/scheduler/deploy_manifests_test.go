@@ -58,7 +58,7 @@ func TestManifestsBaseConfig(t *testing.T) {
 // allowed by the RBAC authorizer with the bootstrap policy, nothing more).
 func TestManifestsSecondary(t *testing.T) {
 	config := readFile(t, "manifests/scheduler-config/secondary-scheduler.yaml")
-	for _, dir := range []string{"manifests/base", manifests.SecondaryOverlay, manifests.SecondaryK8s134Overlay} {
+	for _, dir := range []string{"manifests/base", manifests.SecondaryOverlay, manifests.SecondaryK8s135Overlay} {
 		t.Run(dir, func(t *testing.T) {
 			if err := manifests.CheckSecondary(load(t, dir), config); err != nil {
 				t.Fatal(err)
@@ -67,8 +67,8 @@ func TestManifestsSecondary(t *testing.T) {
 	}
 }
 
-// TestManifestsFlavourImages: the k8s1.34 overlay runs the image of its
-// flavour, the same image name with the tag suffix -k8s1.34, and is otherwise
+// TestManifestsFlavourImages: the k8s1.35 overlay runs the image of its
+// flavour, the same image name with the tag suffix -k8s1.35, and is otherwise
 // the secondary overlay.
 func TestManifestsFlavourImages(t *testing.T) {
 	image := func(dir string) string {
@@ -79,12 +79,12 @@ func TestManifestsFlavourImages(t *testing.T) {
 		}
 		return deployments[0].Spec.Template.Spec.Containers[0].Image
 	}
-	mainLine, k8s134 := image(manifests.SecondaryOverlay), image(manifests.SecondaryK8s134Overlay)
-	if want := mainLine + "-k8s1.34"; k8s134 != want {
-		t.Errorf("the k8s1.34 overlay runs %q, want %q (the main line's %q with the flavour suffix)", k8s134, want, mainLine)
+	mainLine, k8s135 := image(manifests.SecondaryOverlay), image(manifests.SecondaryK8s135Overlay)
+	if want := mainLine + "-k8s1.35"; k8s135 != want {
+		t.Errorf("the k8s1.35 overlay runs %q, want %q (the main line's %q with the flavour suffix)", k8s135, want, mainLine)
 	}
-	if got, want := len(load(t, manifests.SecondaryK8s134Overlay)), len(load(t, manifests.SecondaryOverlay)); got != want {
-		t.Errorf("the k8s1.34 overlay has %d objects, the secondary overlay %d", got, want)
+	if got, want := len(load(t, manifests.SecondaryK8s135Overlay)), len(load(t, manifests.SecondaryOverlay)); got != want {
+		t.Errorf("the k8s1.35 overlay has %d objects, the secondary overlay %d", got, want)
 	}
 }
 
@@ -124,7 +124,7 @@ func TestManifestsKubeadmReplacement(t *testing.T) {
 // applies it), except the kubeadm node files, which are copied by hand.
 func TestManifestsNoStrayFiles(t *testing.T) {
 	read := map[string]bool{}
-	for _, dir := range []string{"manifests/base", manifests.SecondaryOverlay, manifests.SecondaryK8s134Overlay, manifests.KubeadmOverlay, "manifests/overlays/placement"} {
+	for _, dir := range []string{"manifests/base", manifests.SecondaryOverlay, manifests.SecondaryK8s135Overlay, manifests.KubeadmOverlay, "manifests/overlays/placement"} {
 		_, files, err := manifests.Load(manifests.Path(dir))
 		if err != nil {
 			t.Fatal(err)
@@ -183,7 +183,7 @@ func TestManifestsImageVersion(t *testing.T) {
 	}
 	for dir, want := range map[string]string{
 		manifests.SecondaryOverlay:       manifests.Image + ":" + chart.AppVersion,
-		manifests.SecondaryK8s134Overlay: manifests.Image + ":" + chart.AppVersion + "-k8s1.34",
+		manifests.SecondaryK8s135Overlay: manifests.Image + ":" + chart.AppVersion + "-k8s1.35",
 	} {
 		deployments := manifests.Of[*appsv1.Deployment](load(t, dir))
 		if len(deployments) != 1 {

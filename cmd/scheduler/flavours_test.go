@@ -1,4 +1,4 @@
-//go:build !k8s1.34
+//go:build !k8s1.35
 
 package main
 
@@ -11,11 +11,11 @@ import (
 )
 
 // TestFlavourListsMatchTheRegistries pins the lists behind the "use the other
-// flavour" errors on the main line: the in-tree plugins newer than 1.34 are in this
+// flavour" errors on the main line: the in-tree plugins newer than 1.35 are in this
 // kube-scheduler's registry, and no scheduler-plugins name collides with it.
 func TestFlavourListsMatchTheRegistries(t *testing.T) {
 	inTree := plugins.NewInTreeRegistry()
-	for _, name := range schedulercmd.InTreeSince135.Names {
+	for _, name := range schedulercmd.InTreeSince136.Names {
 		if _, ok := inTree[name]; !ok {
 			t.Errorf("%s is not an in-tree plugin of this kube-scheduler", name)
 		}

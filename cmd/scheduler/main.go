@@ -1,6 +1,6 @@
 // Command archfilter-scheduler is kube-scheduler with the ArchFilter plugin:
 // the main line, built against the newest Kubernetes minor archfilter
-// supports. The plugins of sigs.k8s.io/scheduler-plugins are in the k8s1.34
+// supports. The plugins of sigs.k8s.io/scheduler-plugins are in the k8s1.35
 // flavour (cmd/scheduler-plugins); naming one here fails at start and says so.
 package main
 

@@ -186,7 +186,7 @@ func TestSetupRejects(t *testing.T) {
 			want: []string{`"ArchFilter"`, "args.maxWait", "args.preferredPlatforms[0].platform"},
 		},
 		{
-			// Only the k8s1.34 flavour carries sigs.k8s.io/scheduler-plugins.
+			// Only the k8s1.35 flavour carries sigs.k8s.io/scheduler-plugins.
 			name: "a scheduler-plugins plugin names the flavour that has it",
 			profiles: `
 - schedulerName: gang

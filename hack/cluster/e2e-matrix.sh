@@ -6,10 +6,10 @@
 # and registries up and down (hack/cluster/up.sh through test/e2e's provider).
 #
 #   hack/cluster/e2e-matrix.sh CELL...     CELL = FLAVOUR:APISERVER:KCM
-#   e.g. hack/cluster/e2e-matrix.sh main:v1.37.2:v1.36.5 k8s1.34:v1.35.5:v1.34.7
+#   e.g. hack/cluster/e2e-matrix.sh main:v1.38.0-beta.0:v1.37.2 k8s1.35:v1.36.5:v1.35.8
 #
-# FLAVOUR is main (bin/archfilter-scheduler, go.mod) or k8s1.34
-# (bin/archfilter-scheduler-k8s1.34, go.k8s1.34.mod); the e2e test binary is
+# FLAVOUR is main (bin/archfilter-scheduler, go.mod) or k8s1.35
+# (bin/archfilter-scheduler-k8s1.35, go.k8s1.35.mod); the e2e test binary is
 # built from the flavour's module file too. APISERVER and KCM are the
 # versions of kube-apiserver and kube-controller-manager (built once by
 # tools.sh). Prints one line per cell at the end, also written to
@@ -29,18 +29,19 @@ for cell in "$@"; do
   IFS=: read -r flavour apiserver kcm <<<"$cell"
   case $flavour in
     main) bin=$ROOT/bin/archfilter-scheduler; goflags=() ;;
-    k8s1.34) bin=$ROOT/bin/archfilter-scheduler-k8s1.34; goflags=(-modfile=go.k8s1.34.mod -tags=k8s1.34) ;;
-    *) die "cell $cell: unknown flavour $flavour (main or k8s1.34)" ;;
+    k8s1.35) bin=$ROOT/bin/archfilter-scheduler-k8s1.35; goflags=(-modfile=go.k8s1.35.mod -tags=k8s1.35) ;;
+    *) die "cell $cell: unknown flavour $flavour (main or k8s1.35)" ;;
   esac
   [[ -x $bin ]] || die "cell $cell: $bin is missing (make build)"
   [[ -n $apiserver && -n $kcm ]] || die "cell $cell: want FLAVOUR:APISERVER:KCM"
   scheduler=$("$bin" --version | awk '$1 == "Kubernetes" {print $2}')
-  # Kubernetes' gang scheduling (test/e2e's TestArchFilterGang) is alpha: its
-  # API (scheduling.k8s.io/v1alpha2) is enabled on the main line's own API
-  # server only, the one minor whose alpha API this kube-scheduler reads.
+  # Kubernetes' gang scheduling (test/e2e's TestArchFilterGang on the main
+  # line) reads scheduling.k8s.io/v1beta1 PodGroups from 1.37: a beta API, off
+  # by default (GenericWorkload), which the main line's API servers enable.
+  # The k8s1.35 flavour's gang test uses scheduler-plugins' Coscheduling.
   extra=
-  if [[ $flavour == main && ${apiserver%.*} == "${scheduler%.*}" ]]; then
-    extra="kube-apiserver=feature-gates=GenericWorkload=true,GangScheduling=true kube-apiserver=runtime-config=scheduling.k8s.io/v1alpha2=true"
+  if [[ $flavour == main ]]; then
+    extra="kube-apiserver=feature-gates=GenericWorkload=true kube-apiserver=runtime-config=scheduling.k8s.io/v1beta1=true"
   fi
   log_file=$out_dir/$flavour-apiserver-$apiserver.log
   log "e2e cell: $flavour scheduler $scheduler, kube-apiserver $apiserver, kube-controller-manager $kcm (log $log_file)"

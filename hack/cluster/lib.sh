@@ -20,7 +20,7 @@ KWOK_VERSION=${KWOK_VERSION:-v0.8.0}
 # the kube-controller-manager's, by default the same (the skew policy lets it
 # be one minor older than the API server, which saves a build per minor).
 MAIN_KUBE_VERSION=$(cd "$ROOT" && go list -m -f '{{.Version}}' k8s.io/kubernetes)
-K8S134_KUBE_VERSION=$(cd "$ROOT" && go list -modfile=go.k8s1.34.mod -m -f '{{.Version}}' k8s.io/kubernetes)
+K8S135_KUBE_VERSION=$(cd "$ROOT" && go list -modfile=go.k8s1.35.mod -m -f '{{.Version}}' k8s.io/kubernetes)
 KUBE_VERSION=${KUBE_VERSION:-$MAIN_KUBE_VERSION}
 KCM_VERSION=${KCM_VERSION:-$KUBE_VERSION}
 

@@ -6,7 +6,7 @@
 #   etcd                     from a tiny module of its own (etcd's replace lines
 #                            stop `go install` of the server)
 #   kube-apiserver,          KUBE_VERSION and KCM_VERSION (default: the main line's):
-#   kube-controller-manager  from this module's graphs (go.mod, go.k8s1.34.mod; hack/tools.go
+#   kube-controller-manager  from this module's graphs (go.mod, go.k8s1.35.mod; hack/tools.go
 #                            pins them) or a tiny module of their own for other versions,
 #                            version-stamped like `make build` stamps the scheduler
 #   kwok, kwokctl            `go install …@version`
@@ -95,7 +95,7 @@ served_patch() {
 # build_kube_module OUT VERSION writes a tiny module that builds k8s.io/kubernetes
 # VERSION's kube-apiserver. k8s.io/kubernetes requires every staging module at
 # v0.0.0, so it replaces each with the matching v0.MINOR.PATCH, or the newest
-# lower patch that is served (a patch skew inside the minor, as go.k8s1.34.mod
+# lower patch that is served (a patch skew inside the minor, as go.k8s1.35.mod
 # has); the sample-* modules, which nothing built here imports, are left out.
 # It is an entry of the tools cache itself: what the proxy served once is
 # what every later build of that version uses (its go.mod and go.sum are part
@@ -139,8 +139,8 @@ kube_source() {
     printf '%s\n%s\n%s\n' "$ROOT" "" "$(files_key "$ROOT/go.mod" "$ROOT/go.sum")"
     return
   fi
-  if [[ $version == "$K8S134_KUBE_VERSION" ]]; then
-    printf '%s\n%s\n%s\n' "$ROOT" "-modfile=go.k8s1.34.mod" "$(files_key "$ROOT/go.k8s1.34.mod" "$ROOT/go.k8s1.34.sum")"
+  if [[ $version == "$K8S135_KUBE_VERSION" ]]; then
+    printf '%s\n%s\n%s\n' "$ROOT" "-modfile=go.k8s1.35.mod" "$(files_key "$ROOT/go.k8s1.35.mod" "$ROOT/go.k8s1.35.sum")"
     return
   fi
   local key dir
@@ -316,8 +316,8 @@ tool() { # tool NAME [--print]
       kube_tool kube-controller-manager "$KCM_VERSION"
       ;;
     kubelet | kubectl)
-      if [[ $KUBE_VERSION != "$MAIN_KUBE_VERSION" && $KUBE_VERSION != "$K8S134_KUBE_VERSION" ]]; then
-        die "$1 $KUBE_VERSION: only the flavours' versions ($MAIN_KUBE_VERSION, $K8S134_KUBE_VERSION) are built here"
+      if [[ $KUBE_VERSION != "$MAIN_KUBE_VERSION" && $KUBE_VERSION != "$K8S135_KUBE_VERSION" ]]; then
+        die "$1 $KUBE_VERSION: only the flavours' versions ($MAIN_KUBE_VERSION, $K8S135_KUBE_VERSION) are built here"
       fi
       local var=KUBELET_BIN
       [[ $1 == kubectl ]] && var=KUBECTL_BIN
@@ -422,7 +422,7 @@ case ${1:-} in
     (($#)) || set -- etcd kube-apiserver kube-controller-manager kwok kubelet kubectl kustomize benchstat scheduler
     for t in "$@"; do
       # kubelet and kubectl exist for the flavours' versions only.
-      if [[ $t == kubelet || $t == kubectl ]] && [[ $KUBE_VERSION != "$MAIN_KUBE_VERSION" && $KUBE_VERSION != "$K8S134_KUBE_VERSION" ]]; then
+      if [[ $t == kubelet || $t == kubectl ]] && [[ $KUBE_VERSION != "$MAIN_KUBE_VERSION" && $KUBE_VERSION != "$K8S135_KUBE_VERSION" ]]; then
         continue
       fi
       tool "$t" --print

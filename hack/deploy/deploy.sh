@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # make deploy / make undeploy: manifests/overlays/$OVERLAY with the image
-# $IMAGE:$VERSION (the k8s1.34 overlay: $VERSION-k8s1.34; the placement
+# $IMAGE:$VERSION (the k8s1.35 overlay: $VERSION-k8s1.35; the placement
 # overlay: $PLACEMENT_IMAGE:$VERSION, see lib.sh), applied to or deleted from
 # the cluster kubectl points at.
 #

@@ -18,11 +18,11 @@ log()  { printf '\033[1;34m==>\033[0m %s\n' "$*" >&2; }
 warn() { printf '\033[1;33mwarning:\033[0m %s\n' "$*" >&2; }
 die()  { printf '\033[1;31merror:\033[0m %s\n' "$*" >&2; exit 1; }
 
-# overlay_flavour OVERLAY: the image an overlay runs: main or k8s1.34 (the
+# overlay_flavour OVERLAY: the image an overlay runs: main or k8s1.35 (the
 # scheduler's flavours) or placement (the placement mode's companion).
 overlay_flavour() {
   case $1 in
-    *k8s1.34*) echo k8s1.34 ;;
+    *k8s1.35*) echo k8s1.35 ;;
     placement*) echo placement ;;
     *) echo main ;;
   esac
@@ -41,7 +41,7 @@ flavour_image() {
 
 # flavour_tag FLAVOUR VERSION: the tag of FLAVOUR's image for VERSION.
 flavour_tag() {
-  if [[ $1 == k8s1.34 ]]; then echo "$2-k8s1.34"; else echo "$2"; fi
+  if [[ $1 == k8s1.35 ]]; then echo "$2-k8s1.35"; else echo "$2"; fi
 }
 
 # check_overlay OVERLAY: dies unless manifests/overlays/OVERLAY exists.

@@ -5,7 +5,7 @@
 # (hack/sbom/sbom.sh binary), then hack/image (internal/ociimage) assembles
 # the OCI index, whose entries name their SBOM's digest, pushes it to
 # $IMAGE:$VERSION (main line) and
-# $IMAGE:$VERSION-k8s1.34; the placement mode's companion likewise to
+# $IMAGE:$VERSION-k8s1.35; the placement mode's companion likewise to
 # $PLACEMENT_IMAGE:$VERSION, and beside each index the SBOM artifact that
 # refers to it (OCI 1.1 subject: the referrers API, or the referrers tag
 # schema on registries without it). `make image` runs it.
@@ -16,7 +16,7 @@
 #   GIT_COMMIT, BUILD_DATE   stamped into binaries and labels; BUILD_DATE is also
 #                    the image's creation time (the commit's time: reproducible)
 #   IMAGE_PLATFORMS  comma-separated, default linux/amd64,linux/arm64,linux/ppc64le,linux/s390x
-#   IMAGE_FLAVOURS   space-separated, default "main k8s1.34 placement"
+#   IMAGE_FLAVOURS   space-separated, default "main k8s1.35 placement"
 #   PLACEMENT_IMAGE  registry/name of the companion, default $IMAGE with
 #                    -placement in place of its -scheduler suffix
 #   REGISTRY_CA      PEM CA of the registry's certificate (local registries), optional
@@ -27,7 +27,7 @@ cd "$ROOT"
 
 : "${IMAGE:?set IMAGE=registry/name}" "${VERSION:?}" "${GIT_COMMIT:?}" "${BUILD_DATE:?}"
 IMAGE_PLATFORMS=${IMAGE_PLATFORMS:-linux/amd64,linux/arm64,linux/ppc64le,linux/s390x}
-IMAGE_FLAVOURS=${IMAGE_FLAVOURS:-main k8s1.34 placement}
+IMAGE_FLAVOURS=${IMAGE_FLAVOURS:-main k8s1.35 placement}
 PLACEMENT_IMAGE=${PLACEMENT_IMAGE:-${IMAGE%-scheduler}-placement}
 OUT=${ARCHFILTER_CACHE:-$ROOT/.cache}/image
 MAKE=${MAKE:-make}
@@ -39,11 +39,11 @@ for flavour in $IMAGE_FLAVOURS; do
   description="kube-scheduler with the ArchFilter plugin ($flavour flavour)"
   case $flavour in
     main) tag=$VERSION ;;
-    k8s1.34) tag=$VERSION-k8s1.34 ;;
+    k8s1.35) tag=$VERSION-k8s1.35 ;;
     placement)
       tag=$VERSION image=$PLACEMENT_IMAGE name=archfilter-placement
       description="ArchFilter's placement mode: writes the node affinity pods' images need" ;;
-    *) echo "IMAGE_FLAVOURS: unknown flavour $flavour (main, k8s1.34, placement)" >&2; exit 2 ;;
+    *) echo "IMAGE_FLAVOURS: unknown flavour $flavour (main, k8s1.35, placement)" >&2; exit 2 ;;
   esac
   args=()
   IFS=, read -ra platforms <<<"$IMAGE_PLATFORMS"
@@ -55,7 +55,7 @@ for flavour in $IMAGE_FLAVOURS; do
     log "$flavour: building $plat"
     GOOS=$goos GOARCH=$goarch GOARM=$goarm $MAKE --no-print-directory "$target" \
       VERSION="$VERSION" GIT_COMMIT="$GIT_COMMIT" BUILD_DATE="$BUILD_DATE" \
-      BINARY="$bin" BINARY_K8S134="$bin" BINARY_PLACEMENT="$bin" >/dev/null
+      BINARY="$bin" BINARY_K8S135="$bin" BINARY_PLACEMENT="$bin" >/dev/null
     # The binary's SBOM, from the build information Go wrote into it.
     hack/sbom/sbom.sh binary "$bin" "$tag" "$bin.cdx.json"
     args+=(--binary "$plat=$bin" --sbom "$plat=$bin.cdx.json")

@@ -1,6 +1,6 @@
 // Karpenter's KWOK cloud provider, built unmodified from the module proxy for
 // test/karpenter. A module of its own so Karpenter's dependency versions never
-// touch the project's go.mod or go.k8s1.34.mod.
+// touch the project's go.mod or go.k8s1.35.mod.
 module archfilter.local/karpenter
 
 go 1.26.9

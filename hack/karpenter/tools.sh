@@ -2,7 +2,7 @@
 # Builds, once, Karpenter's KWOK cloud provider (sigs.k8s.io/karpenter/kwok, a
 # main) unmodified from the Go module proxy, for test/karpenter. The version
 # is the one hack/karpenter/go.mod requires; that module is Karpenter's own so
-# its dependency versions never touch the project's go.mod / go.k8s1.34.mod.
+# its dependency versions never touch the project's go.mod / go.k8s1.35.mod.
 # Karpenter needs a newer Go than the project: the toolchain named by the
 # module's `go` line is downloaded from the module proxy (GOTOOLCHAIN).
 #

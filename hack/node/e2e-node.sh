@@ -6,7 +6,7 @@
 #      and the real linux/amd64 node, all in a network namespace of the run.
 #   2. make image: archfilter-scheduler's and archfilter-placement's multi-arch
 #      images (E2E_NODE_IMAGE_PLATFORMS, default linux/amd64,linux/arm64) and
-#      the k8s1.34 flavour's (E2E_NODE_K8S134_PLATFORMS, default linux/amd64:
+#      the k8s1.35 flavour's (E2E_NODE_K8S135_PLATFORMS, default linux/amd64:
 #      its packages are compiled by make test's integration stage), pushed to
 #      the node's TLS registry; the main line's built twice, which must push the
 #      same digest.
@@ -14,7 +14,7 @@
 #      manifests/overlays/secondary, the exec format error and the fix; then
 #      the Helm chart (helm from the tools cache) with the placement mode:
 #      install, the stock scheduler placing pods by the affinity it wrote,
-#      upgrade, uninstall through its hook; the k8s1.34 image run once.
+#      upgrade, uninstall through its hook; the k8s1.35 image run once.
 #   4. hack/node/node.sh down (always): no process, mount, cgroup or namespace left.
 # The table is also written to .cache/e2e-node/outcome.txt.
 set -euo pipefail
@@ -25,7 +25,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/../cluster/lib.sh"
 NODE_SH=$ROOT/hack/node/node.sh
 OUT=$ARCHFILTER_CACHE/e2e-node
 PLATFORMS=${E2E_NODE_IMAGE_PLATFORMS:-linux/amd64,linux/arm64}
-K8S134_PLATFORMS=${E2E_NODE_K8S134_PLATFORMS:-linux/amd64}
+K8S135_PLATFORMS=${E2E_NODE_K8S135_PLATFORMS:-linux/amd64}
 start=$(date +%s)
 mkdir -p "$OUT"
 rm -f "$OUT/outcome.txt"
@@ -68,14 +68,14 @@ again=$(cat "$ARCHFILTER_CACHE/image/main/digest")
 info "same digest in $(since "$step")"
 
 step=$(date +%s)
-log "make image: archfilter-placement for $PLATFORMS, the k8s1.34 flavour for $K8S134_PLATFORMS"
+log "make image: archfilter-placement for $PLATFORMS, the k8s1.35 flavour for $K8S135_PLATFORMS"
 "$NODE_SH" exec make --no-print-directory -C "$ROOT" image IMAGE="$REGISTRY/archfilter/archfilter-scheduler" \
   IMAGE_FLAVOURS=placement IMAGE_PLATFORMS="$PLATFORMS" REGISTRY_CA="$REGISTRY_CA" >&2
 "$NODE_SH" exec make --no-print-directory -C "$ROOT" image IMAGE="$REGISTRY/archfilter/archfilter-scheduler" \
-  IMAGE_FLAVOURS=k8s1.34 IMAGE_PLATFORMS="$K8S134_PLATFORMS" REGISTRY_CA="$REGISTRY_CA" >&2
+  IMAGE_FLAVOURS=k8s1.35 IMAGE_PLATFORMS="$K8S135_PLATFORMS" REGISTRY_CA="$REGISTRY_CA" >&2
 placement_image=$(cat "$ARCHFILTER_CACHE/image/placement/digest")
-k8s134_image=$(cat "$ARCHFILTER_CACHE/image/k8s1.34/digest")
-info "images $placement_image, $k8s134_image in $(since "$step")"
+k8s135_image=$(cat "$ARCHFILTER_CACHE/image/k8s1.35/digest")
+info "images $placement_image, $k8s135_image in $(since "$step")"
 
 step=$(date +%s)
 log "building the e2e-node test binary"
@@ -90,5 +90,5 @@ log "test/e2enode on node $NODE_NAME"
   E2E_NODE_KUBECONFIG="$KUBECONFIG" E2E_NODE_NAME="$NODE_NAME" E2E_NODE_IP="$NODE_IP" \
   E2E_NODE_REGISTRY="$REGISTRY" E2E_NODE_REGISTRY_CA="$REGISTRY_CA" E2E_NODE_PAUSE_IMAGE="$PAUSE_IMAGE" \
   E2E_NODE_ARCHFILTER_IMAGE="$image" E2E_NODE_IMAGE_PLATFORMS="$PLATFORMS" E2E_NODE_KUBECTL="$KUBECTL" E2E_NODE_OUT="$OUT" \
-  E2E_NODE_PLACEMENT_IMAGE="$placement_image" E2E_NODE_K8S134_IMAGE="$k8s134_image" E2E_NODE_HELM="$HELM" \
+  E2E_NODE_PLACEMENT_IMAGE="$placement_image" E2E_NODE_K8S135_IMAGE="$k8s135_image" E2E_NODE_HELM="$HELM" \
   "$OUT/e2enode.test" -test.v -test.count=1 -test.timeout "${E2E_NODE_TIMEOUT:-15m}")

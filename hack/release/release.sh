@@ -2,7 +2,7 @@
 # make release VERSION=vX.Y.Z: everything a release publishes, into $DIST
 # (default dist/):
 #   - the images of both flavours, pushed by make image to $IMAGE:$VERSION and
-#     $IMAGE:$VERSION-k8s1.34, and the placement companion's to
+#     $IMAGE:$VERSION-k8s1.35, and the placement companion's to
 #     $PLACEMENT_IMAGE:$VERSION (images.txt names them with their digests);
 #   - manifests/<overlay>.yaml for every overlay, rendered by kustomize with the
 #     image pinned by digest, manifests/kubeadm-replacement/node/ likewise, and
@@ -47,12 +47,12 @@ start=$(date +%s)
 # 1. The images; hack/image writes REFERENCE@DIGEST of each pushed index.
 if [[ -z ${RELEASE_SKIP_IMAGES:-} ]]; then
   rm -f "$IMAGE_OUT"/*/digest
-  log "images $IMAGE:$VERSION, $IMAGE:$VERSION-k8s1.34 and $(flavour_image placement):$VERSION (make image)"
+  log "images $IMAGE:$VERSION, $IMAGE:$VERSION-k8s1.35 and $(flavour_image placement):$VERSION (make image)"
   $MAKE --no-print-directory image IMAGE="$IMAGE" PLACEMENT_IMAGE="$(flavour_image placement)" VERSION="$VERSION" \
-    IMAGE_FLAVOURS="main k8s1.34 placement" >&2
+    IMAGE_FLAVOURS="main k8s1.35 placement" >&2
 fi
 declare -A digest
-for flavour in main k8s1.34 placement; do
+for flavour in main k8s1.35 placement; do
   f=$IMAGE_OUT/$flavour/digest
   [[ -f $f ]] || die "$f missing: make image did not push the $flavour image"
   ref=$(<"$f")

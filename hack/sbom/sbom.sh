@@ -4,7 +4,7 @@
 # normalised by hack/sbom (no generator hashes; no timestamps or serial numbers).
 #
 #   hack/sbom/sbom.sh modules           write hack/sbom/modules-FLAVOUR.cdx.json, the module
-#                                       graph of go.mod (main) and go.k8s1.34.mod (make sbom)
+#                                       graph of go.mod (main) and go.k8s1.35.mod (make sbom)
 #   hack/sbom/sbom.sh modules --check   fail if they are not what the module files give (make verify)
 #   hack/sbom/sbom.sh binary BIN VERSION OUT
 #                                       the SBOM of a built binary, from the build information
@@ -19,11 +19,11 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../cluster/lib.sh"
 cd "$ROOT"
 
-FLAVOURS=(main k8s1.34)
+FLAVOURS=(main k8s1.35)
 "$ROOT/hack/cluster/tools.sh" cyclonedx-gomod >&2
 eval "$("$ROOT/hack/cluster/tools.sh" --print cyclonedx-gomod)"
 
-modfile() { [[ $1 == main ]] && echo go.mod || echo go.k8s1.34.mod; }
+modfile() { [[ $1 == main ]] && echo go.mod || echo go.k8s1.35.mod; }
 checked_in() { echo "$ROOT/hack/sbom/modules-$1.cdx.json"; }
 
 # build_modules_sbom OUT FLAVOUR: the module graph of FLAVOUR's module file

@@ -24,7 +24,7 @@ eval "$("$ROOT/hack/cluster/tools.sh" --print govulncheck vulndb)"
 
 # The packages of what ships: the binaries' mains (test code and hack/ are not scanned).
 MAIN_PKGS=(./cmd/scheduler ./cmd/archfilter-placement ./cmd/kubectl-archfilter)
-K8S134_PKGS=(./cmd/scheduler-plugins)
+K8S135_PKGS=(./cmd/scheduler-plugins)
 
 # build_scan OUT FLAVOUR: govulncheck -format json of FLAVOUR into OUT/scan.json.gz.
 build_scan() {
@@ -33,7 +33,7 @@ build_scan() {
     main)
       (cd "$ROOT" && $NICE "$GOVULNCHECK_BIN" -db "file://$VULNDB_DIR" -format json "${MAIN_PKGS[@]}") >"$out/scan.json" || rc=$?
       ;;
-    k8s1.34)
+    k8s1.35)
       # go/packages asks `go list` for the release tags with GO111MODULE=off,
       # which refuses a -modfile in GOFLAGS: a go of our own on PATH drops
       # -modfile from GOFLAGS for that call only.
@@ -42,8 +42,8 @@ build_scan() {
       printf '#!/bin/sh\nif [ "$GO111MODULE" = off ]; then GOFLAGS=$(printf %%s "$GOFLAGS" | sed "s/-modfile=[^ ]*//g"); export GOFLAGS; fi\nexec %q "$@"\n' \
         "$(command -v go)" >"$out/shim/go"
       chmod +x "$out/shim/go"
-      (cd "$ROOT" && PATH="$out/shim:$PATH" GOFLAGS="${GOFLAGS:-} -modfile=go.k8s1.34.mod" \
-        $NICE "$GOVULNCHECK_BIN" -db "file://$VULNDB_DIR" -tags k8s1.34 -format json "${K8S134_PKGS[@]}") >"$out/scan.json" || rc=$?
+      (cd "$ROOT" && PATH="$out/shim:$PATH" GOFLAGS="${GOFLAGS:-} -modfile=go.k8s1.35.mod" \
+        $NICE "$GOVULNCHECK_BIN" -db "file://$VULNDB_DIR" -tags k8s1.35 -format json "${K8S135_PKGS[@]}") >"$out/scan.json" || rc=$?
       rm -rf "$out/shim"
       ;;
   esac
@@ -59,12 +59,12 @@ verify_scan() { (($(gzip -dc "$1/scan.json.gz" | grep -c '"scan_level": *"symbol
 # hack/ or docs reuses the last scan.
 sources_key() {
   local flavour=$1 flags=() pkgs=("${MAIN_PKGS[@]}")
-  if [[ $flavour == k8s1.34 ]]; then
-    flags=(-modfile=go.k8s1.34.mod -tags=k8s1.34)
-    pkgs=("${K8S134_PKGS[@]}")
+  if [[ $flavour == k8s1.35 ]]; then
+    flags=(-modfile=go.k8s1.35.mod -tags=k8s1.35)
+    pkgs=("${K8S135_PKGS[@]}")
   fi
   {
-    sha256sum go.mod go.sum go.k8s1.34.mod go.k8s1.34.sum
+    sha256sum go.mod go.sum go.k8s1.35.mod go.k8s1.35.sum
     # shellcheck disable=SC2016 # a Go template
     go list "${flags[@]}" -deps -f '{{if and .Module .Module.Main}}{{$d := .Dir}}{{range .GoFiles}}{{$d}}/{{.}}
 {{end}}{{range .EmbedFiles}}{{$d}}/{{.}}
@@ -77,9 +77,9 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 args=()
 # One after the other: a scan holds about 5 GB (the whole program's SSA).
-for flavour in main k8s1.34; do
+for flavour in main k8s1.35; do
   key=$(tool_key "vulnscan-$flavour" "$(sources_key "$flavour")" "$(go_key)" "govulncheck=$GOVULNCHECK_BIN" "db=$VULNDB_DIR" \
-    "$(declare -f build_scan)" "pkgs=${MAIN_PKGS[*]} ${K8S134_PKGS[*]}")
+    "$(declare -f build_scan)" "pkgs=${MAIN_PKGS[*]} ${K8S135_PKGS[*]}")
   dir=$(tool_dir "$key")
   if tool_cached "$dir"; then
     info "govulncheck of the $flavour flavour: this tree's scan, from the tools cache"

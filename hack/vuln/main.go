@@ -4,7 +4,7 @@
 // (internal/vulncheck). hack/vuln/check.sh runs govulncheck and then this, in
 // make verify.
 //
-//	go run ./hack/vuln -allowlist hack/vuln/allowlist.yaml main=main.json k8s1.34=k8s134.json
+//	go run ./hack/vuln -allowlist hack/vuln/allowlist.yaml main=main.json k8s1.35=k8s135.json
 package main
 
 import (

@@ -6,9 +6,9 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime"
 	k8sversion "k8s.io/component-base/version"
+	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/cmd/kube-scheduler/app"
 
-	"github.com/archfilter/archfilter/internal/schedfw"
 	"github.com/archfilter/archfilter/pkg/version"
 )
 
@@ -16,16 +16,16 @@ import (
 type Flavours struct {
 	// Names are the plugins.
 	Names []string
-	// What they are, for the error: "part of sigs.k8s.io/scheduler-plugins v0.34.7".
+	// What they are, for the error: "part of sigs.k8s.io/scheduler-plugins v0.35.4-devel".
 	What string
 	// Flavour is the flavour that carries them, and TagSuffix its image tag's.
 	Flavour, TagSuffix string
 }
 
-// SchedulerPlugins are the plugins of sigs.k8s.io/scheduler-plugins v0.34.7
-// the k8s1.34 flavour registers (all its image registers). Only that flavour
-// can carry them: scheduler-plugins has no release for the framework of
-// Kubernetes 1.35 and later. cmd/scheduler-plugins' test pins this list to
+// SchedulerPlugins are the plugins of sigs.k8s.io/scheduler-plugins the
+// k8s1.35 flavour registers (all its image registers). Only that flavour can
+// carry them: scheduler-plugins has no release for the framework of
+// Kubernetes 1.36 and later. cmd/scheduler-plugins' test pins this list to
 // what it really registers.
 var SchedulerPlugins = Flavours{
 	Names: []string{
@@ -33,17 +33,22 @@ var SchedulerPlugins = Flavours{
 		"NetworkOverhead", "TopologicalSort", "NodeResourcesAllocatable", "NodeResourceTopologyMatch",
 		"Peaks", "PodState", "PreemptionToleration", "QOSSort", "SySched", "TargetLoadPacking",
 	},
-	What:      "part of sigs.k8s.io/scheduler-plugins v0.34.7",
-	Flavour:   "k8s1.34",
-	TagSuffix: "-k8s1.34",
+	What:      "part of sigs.k8s.io/scheduler-plugins " + SchedulerPluginsVersion,
+	Flavour:   "k8s1.35",
+	TagSuffix: "-k8s1.35",
 }
 
-// InTreeSince135 are kube-scheduler's own plugins added after 1.34, which
+// SchedulerPluginsVersion is the sigs.k8s.io/scheduler-plugins release the
+// k8s1.35 flavour is built with (go.k8s1.35.mod; cmd/scheduler-plugins' test
+// pins it to the module graph).
+const SchedulerPluginsVersion = "v0.35.4-devel"
+
+// InTreeSince136 are kube-scheduler's own plugins added after 1.35, which
 // only the main line carries. cmd/scheduler's test pins this list to the main
-// line's in-tree registry.
-var InTreeSince135 = Flavours{
-	Names:   []string{"GangScheduling", "NodeDeclaredFeatures", "PodGroupPodsCount", "TopologyPlacementGenerator"},
-	What:    "an in-tree plugin of Kubernetes 1.35 or later",
+// line's in-tree registry, cmd/scheduler-plugins' to their absence from 1.35's.
+var InTreeSince136 = Flavours{
+	Names:   []string{"DeferredPodScheduling", "PodGroupPodsCount", "TopologyPlacementGenerator"},
+	What:    "an in-tree plugin of Kubernetes 1.36 or later",
 	Flavour: "main line",
 }
 
@@ -54,7 +59,7 @@ var InTreeSince135 = Flavours{
 func NotInThisFlavour(f Flavours) []app.Option {
 	opts := make([]app.Option, 0, len(f.Names))
 	for _, name := range f.Names {
-		opts = append(opts, app.WithPlugin(name, func(context.Context, runtime.Object, schedfw.Handle) (schedfw.Plugin, error) {
+		opts = append(opts, app.WithPlugin(name, func(context.Context, runtime.Object, fwk.Handle) (fwk.Plugin, error) {
 			return nil, fmt.Errorf("plugin %q is %s, which this build (archfilter %s, Kubernetes %s) does not carry: use the %s flavour (image tag <version>%s)",
 				name, f.What, version.Version, k8sversion.Get().GitVersion, f.Flavour, f.TagSuffix)
 		}))

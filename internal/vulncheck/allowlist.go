@@ -20,7 +20,7 @@ type Entry struct {
 	// Expires (YYYY-MM-DD) is the last day the entry counts; after it the
 	// finding must be fixed or explained anew.
 	Expires string `json:"expires"`
-	// Flavours it applies to (main, k8s1.34); empty for every flavour.
+	// Flavours it applies to (main, k8s1.35); empty for every flavour.
 	Flavours []string `json:"flavours,omitempty"`
 
 	expires time.Time

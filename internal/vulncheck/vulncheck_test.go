@@ -101,8 +101,8 @@ func TestRepositoryAllowList(t *testing.T) {
 	}
 	for _, e := range entries {
 		for _, f := range e.Flavours {
-			if f != "main" && f != "k8s1.34" {
-				t.Errorf("entry %s: flavour %q is neither main nor k8s1.34", e.ID, f)
+			if f != "main" && f != "k8s1.35" {
+				t.Errorf("entry %s: flavour %q is neither main nor k8s1.35", e.ID, f)
 			}
 		}
 	}
@@ -110,10 +110,10 @@ func TestRepositoryAllowList(t *testing.T) {
 
 func TestJudge(t *testing.T) {
 	scan := parseFile(t, "testdata/scan.json")
-	// The k8s1.34 flavour's scan finds GO-2026-0001 only.
+	// The k8s1.35 flavour's scan finds GO-2026-0001 only.
 	other := *scan
 	other.Reachable = scan.Reachable[:1]
-	results := map[string]*Result{"main": scan, "k8s1.34": &other}
+	results := map[string]*Result{"main": scan, "k8s1.35": &other}
 	today := time.Date(2026, 11, 26, 15, 0, 0, 0, time.UTC)
 	ids := func(js []Judged) []string {
 		var s []string
@@ -139,29 +139,29 @@ func TestJudge(t *testing.T) {
 		{
 			name:        "empty allow-list: every reachable finding fails",
 			allow:       "[]",
-			unexplained: []string{"k8s1.34/GO-2026-0001", "main/GO-2026-0001", "main/GO-2026-0004"},
+			unexplained: []string{"k8s1.35/GO-2026-0001", "main/GO-2026-0001", "main/GO-2026-0004"},
 			failed:      true,
 		},
 		{
 			name: "every finding explained; imported and required ones need no entry",
 			allow: "- {id: GO-2026-0001, reason: r, expires: \"2026-12-31\"}\n" +
 				"- {id: GO-2026-0004, reason: r, expires: \"2026-11-26\"}\n",
-			allowed: []string{"k8s1.34/GO-2026-0001", "main/GO-2026-0001", "main/GO-2026-0004"},
+			allowed: []string{"k8s1.35/GO-2026-0001", "main/GO-2026-0001", "main/GO-2026-0004"},
 		},
 		{
 			name: "an entry expired yesterday: its finding fails again, and so does the entry",
 			allow: "- {id: GO-2026-0001, reason: r, expires: \"2026-12-31\"}\n" +
 				"- {id: GO-2026-0004, reason: r, expires: \"2026-11-25\"}\n",
-			allowed:     []string{"k8s1.34/GO-2026-0001", "main/GO-2026-0001"},
+			allowed:     []string{"k8s1.35/GO-2026-0001", "main/GO-2026-0001"},
 			unexplained: []string{"main/GO-2026-0004"},
 			expired:     []string{"GO-2026-0004"},
 			failed:      true,
 		},
 		{
 			name: "an entry restricted to the other flavour does not explain main's finding",
-			allow: "- {id: GO-2026-0001, reason: r, expires: \"2026-12-31\", flavours: [k8s1.34]}\n" +
+			allow: "- {id: GO-2026-0001, reason: r, expires: \"2026-12-31\", flavours: [k8s1.35]}\n" +
 				"- {id: GO-2026-0004, reason: r, expires: \"2026-12-31\"}\n",
-			allowed:     []string{"k8s1.34/GO-2026-0001", "main/GO-2026-0004"},
+			allowed:     []string{"k8s1.35/GO-2026-0001", "main/GO-2026-0004"},
 			unexplained: []string{"main/GO-2026-0001"},
 			failed:      true,
 		},
@@ -171,7 +171,7 @@ func TestJudge(t *testing.T) {
 				"- {id: GO-2026-0004, reason: r, expires: \"2026-12-31\"}\n" +
 				"- {id: GO-2026-0002, reason: only imported, expires: \"2026-12-31\"}\n" +
 				"- {id: GO-2026-0009, reason: fixed long ago, expires: \"2026-01-01\"}\n",
-			allowed:   []string{"k8s1.34/GO-2026-0001", "main/GO-2026-0001", "main/GO-2026-0004"},
+			allowed:   []string{"k8s1.35/GO-2026-0001", "main/GO-2026-0001", "main/GO-2026-0004"},
 			unmatched: []string{"GO-2026-0002"},
 			expired:   []string{"GO-2026-0009"},
 			failed:    true,

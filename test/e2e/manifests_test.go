@@ -136,7 +136,7 @@ func overlays(t *testing.T) []struct {
 		check func([]runtime.Object) error
 	}{
 		{manifests.SecondaryOverlay, func(o []runtime.Object) error { return manifests.CheckSecondary(o, secondary) }},
-		{manifests.SecondaryK8s134Overlay, func(o []runtime.Object) error { return manifests.CheckSecondary(o, secondary) }},
+		{manifests.SecondaryK8s135Overlay, func(o []runtime.Object) error { return manifests.CheckSecondary(o, secondary) }},
 		{manifests.KubeadmOverlay, manifests.CheckKubeadmRBAC},
 		{manifests.KindOverlay, func(o []runtime.Object) error { return manifests.CheckSecondary(o, kind) }},
 	}

@@ -40,16 +40,16 @@ const (
 // amd64 node, where it runs. helm upgrade rolls the companion while pods are
 // created: none stays gated. helm uninstall's hook Job, from the companion's
 // image on the real node, removes the webhook and the gate of a pod still
-// gated, and leaves nothing of the mode behind. Also runs the k8s1.34
+// gated, and leaves nothing of the mode behind. Also runs the k8s1.35
 // flavour's image on the real node (its --version). Before the install, a
 // Deployment's arm64-only pod the default scheduler put on the real node is
 // found by kubectl archfilter report --running; the companion
 // (--misplaced=evict) evicts it and its replacement lands on an arm64 node.
 func TestPlacementChart(t *testing.T) {
 	e := getenv(t)
-	helm, placementImage, k8s134Image := os.Getenv("E2E_NODE_HELM"), os.Getenv("E2E_NODE_PLACEMENT_IMAGE"), os.Getenv("E2E_NODE_K8S134_IMAGE")
-	if helm == "" || placementImage == "" || k8s134Image == "" {
-		t.Fatal("E2E_NODE_HELM, E2E_NODE_PLACEMENT_IMAGE and E2E_NODE_K8S134_IMAGE must be set (hack/node/e2e-node.sh)")
+	helm, placementImage, k8s135Image := os.Getenv("E2E_NODE_HELM"), os.Getenv("E2E_NODE_PLACEMENT_IMAGE"), os.Getenv("E2E_NODE_K8S135_IMAGE")
+	if helm == "" || placementImage == "" || k8s135Image == "" {
+		t.Fatal("E2E_NODE_HELM, E2E_NODE_PLACEMENT_IMAGE and E2E_NODE_K8S135_IMAGE must be set (hack/node/e2e-node.sh)")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
 	defer cancel()
@@ -175,8 +175,8 @@ func TestPlacementChart(t *testing.T) {
 		rows = append(rows, row{p.Name, "hello-arm64", platformsOf(arm64Only), "default-scheduler + placement", "-", "-", "Pending: " + msg})
 	})
 
-	t.Run("the k8s1.34 flavour's image runs on the real node", func(t *testing.T) {
-		p := placementPod("k8s134-version", k8s134Image, onRealNode, v1.RestartPolicyNever)
+	t.Run("the k8s1.35 flavour's image runs on the real node", func(t *testing.T) {
+		p := placementPod("k8s135-version", k8s135Image, onRealNode, v1.RestartPolicyNever)
 		p.Spec.Containers[0].Args = []string{"--version"}
 		p.Annotations = map[string]string{"archfilter.io/skip": "true"}
 		if _, err := cs.CoreV1().Pods(placementNS).Create(ctx, p, metav1.CreateOptions{}); err != nil {
@@ -187,7 +187,7 @@ func TestPlacementChart(t *testing.T) {
 		if !strings.Contains(log, "v1.34.") {
 			t.Errorf("--version printed %q, want Kubernetes v1.34.x", log)
 		}
-		rows = append(rows, row{p.Name, "archfilter-scheduler:…-k8s1.34", "linux/amd64", "(pinned)", got.Spec.NodeName, nodeArch(ctx, cs, got.Spec.NodeName),
+		rows = append(rows, row{p.Name, "archfilter-scheduler:…-k8s1.35", "linux/amd64", "(pinned)", got.Spec.NodeName, nodeArch(ctx, cs, got.Spec.NodeName),
 			"Completed, --version: " + strings.ReplaceAll(log, "\n", "; ")})
 	})
 

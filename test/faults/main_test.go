@@ -1,4 +1,4 @@
-//go:build !k8s1.34
+//go:build !k8s1.35
 
 // Package faults injects faults of the control plane into a running cluster
 // while a burst of pods is scheduled, and measures what survives: the leading
@@ -45,8 +45,9 @@ var suiteEnv = map[string]string{
 	"REGISTRY_SET":          "faults",
 	"REGISTRY_PORT":         "5041",
 	"PRIVATE_REGISTRY_PORT": "5042",
-	// Kubernetes' gang scheduling, alpha in 1.36: some pods of the bursts are gangs.
-	"KWOK_EXTRA_ARGS": "kube-apiserver=feature-gates=GenericWorkload=true,GangScheduling=true kube-apiserver=runtime-config=scheduling.k8s.io/v1alpha2=true",
+	// Kubernetes' gang scheduling (GenericWorkload, beta and off by default in
+	// 1.37): some pods of the bursts are gangs.
+	"KWOK_EXTRA_ARGS": "kube-apiserver=feature-gates=GenericWorkload=true kube-apiserver=runtime-config=scheduling.k8s.io/v1beta1=true",
 }
 
 func TestMain(m *testing.M) {

@@ -1,4 +1,4 @@
-//go:build !k8s1.34
+//go:build !k8s1.35
 
 package faults
 

@@ -1,4 +1,4 @@
-//go:build !k8s1.34
+//go:build !k8s1.35
 
 package faults
 
@@ -58,10 +58,11 @@ type schedulerOptions struct {
 }
 
 // replicaArgs let the test read /metrics on the replica's secure port without
-// credentials (loopback only), and turn on Kubernetes' gang scheduling (alpha
-// in 1.36; the suite's API server serves its API).
+// credentials (loopback only), and turn on Kubernetes' gang scheduling
+// (GenericWorkload, beta and off by default in 1.37; the suite's API server
+// serves its API).
 var replicaArgs = []string{"--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics",
-	"--feature-gates=GenericWorkload=true,GangScheduling=true"}
+	"--feature-gates=GenericWorkload=true"}
 
 // newSchedulers writes the secondary scheduler's config (manifests/), with
 // o's args merged into ArchFilter's, the leader election of the chart, and a

@@ -41,8 +41,8 @@ const (
 
 	// Overlays, relative to the repository root.
 	SecondaryOverlay = "manifests/overlays/secondary"
-	// SecondaryK8s134Overlay is SecondaryOverlay with the k8s1.34 flavour's image.
-	SecondaryK8s134Overlay = "manifests/overlays/secondary-k8s1.34"
+	// SecondaryK8s135Overlay is SecondaryOverlay with the k8s1.35 flavour's image.
+	SecondaryK8s135Overlay = "manifests/overlays/secondary-k8s1.35"
 	KubeadmOverlay         = "manifests/overlays/kubeadm-replacement"
 	// KubeadmNodeDir holds the files copied onto control-plane nodes.
 	KubeadmNodeDir = KubeadmOverlay + "/node"

@@ -14,7 +14,7 @@ import (
 var OverlayWorkloads = map[string][]string{
 	"manifests/base":               {"Deployment kube-system/archfilter-scheduler"},
 	SecondaryOverlay:               {"Deployment kube-system/archfilter-scheduler"},
-	SecondaryK8s134Overlay:         {"Deployment kube-system/archfilter-scheduler"},
+	SecondaryK8s135Overlay:         {"Deployment kube-system/archfilter-scheduler"},
 	KubeadmOverlay:                 nil,
 	"manifests/overlays/placement": {"Deployment kube-system/archfilter-placement"},
 }

@@ -5,7 +5,7 @@
 // runs them (make bench, make bench-smoke), and test/perf/report (package
 // benchreport) turns their output into docs/benchmarks.md and bench-smoke's verdict.
 //
-// The harness is the main line's (go.mod): the templates use its template
-// functions (Mod; 1.34's harness called it mod), so the scheduler-plugins
-// flavour is not benchmarked here.
+// The harness is the main line's (go.mod; the tests carry the !k8s1.35 tag): its
+// API moves between minors (1.37's workloads take client-go/ktesting's
+// TContext), and the scheduler-plugins flavour is not benchmarked here.
 package perf

@@ -1,3 +1,5 @@
+//go:build !k8s1.35
+
 package perf
 
 import (
@@ -13,7 +15,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/component-base/metrics/legacyregistry"
-	"k8s.io/kubernetes/test/utils/ktesting"
+	"k8s.io/kubernetes/test/utils/client-go/ktesting"
 
 	"github.com/archfilter/archfilter/internal/registrytest"
 )

@@ -1,3 +1,5 @@
+//go:build !k8s1.35
+
 package perf
 
 import (

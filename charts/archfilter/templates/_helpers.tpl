@@ -45,8 +45,8 @@ kube-system
 {{- if eq $tag "latest" -}}
 {{- fail "image.tag: \"latest\" is not allowed; name a release (the chart's appVersion is the default) or pin image.digest" -}}
 {{- end -}}
-{{- if and (eq .Values.image.flavour "k8s1.34") (not (hasSuffix "-k8s1.34" $tag)) -}}
-{{- $tag = printf "%s-k8s1.34" $tag -}}
+{{- if and (eq .Values.image.flavour "k8s1.35") (not (hasSuffix "-k8s1.35" $tag)) -}}
+{{- $tag = printf "%s-k8s1.35" $tag -}}
 {{- end -}}
 {{- if and .Values.image.digest .Values.image.tag -}}
 {{- printf "%s:%s@%s" .Values.image.repository $tag .Values.image.digest -}}

@@ -51,7 +51,7 @@ func cluster(t *testing.T) (string, *rest.Config) {
 // API server, with every optional object on (the cluster serves
 // monitoring.coreos.com/v1 through stand-in CRDs), waits for the Deployment
 // to roll out on the cluster's fake nodes, checks the API server accepted and
-// stored each rendered object, upgrades it to the k8s1.34 flavour in
+// stored each rendered object, upgrades it to the k8s1.35 flavour in
 // replacement mode, and uninstalls it, leaving nothing behind.
 func TestInstall(t *testing.T) {
 	kubeconfig, restConfig := cluster(t)
@@ -143,20 +143,20 @@ func TestInstall(t *testing.T) {
 		t.Errorf("the 2 replicas run on %d nodes (%v), want 2: spread over nodes", len(nodes), nodes)
 	}
 
-	// Upgrade: the k8s1.34 flavour as the default scheduler.
+	// Upgrade: the k8s1.35 flavour as the default scheduler.
 	upgrade := action.NewUpgrade(cfg)
 	upgrade.Namespace = Namespace
 	upgrade.Timeout = 2 * time.Minute
 	upgrade.Wait = true
 	upgrade.ReuseValues = true
-	rel, err = upgrade.RunWithContext(ctx, name, chrt, map[string]any{"mode": "replacement", "image": map[string]any{"flavour": "k8s1.34"}})
+	rel, err = upgrade.RunWithContext(ctx, name, chrt, map[string]any{"mode": "replacement", "image": map[string]any{"flavour": "k8s1.35"}})
 	if err != nil {
 		t.Fatalf("helm upgrade: %v", err)
 	}
 	if rel.Version != 2 || rel.Info.Status != release.StatusDeployed {
 		t.Fatalf("after the upgrade: revision %d, status %s", rel.Version, rel.Info.Status)
 	}
-	if got, want := deployment().Spec.Template.Spec.Containers[0].Image, "archfilter/archfilter-scheduler:"+chrt.Metadata.AppVersion+"-k8s1.34"; got != want {
+	if got, want := deployment().Spec.Template.Spec.Containers[0].Image, "archfilter/archfilter-scheduler:"+chrt.Metadata.AppVersion+"-k8s1.35"; got != want {
 		t.Errorf("after the upgrade the Deployment runs %q, want %q", got, want)
 	}
 	cm, err := kube.CoreV1().ConfigMaps(Namespace).Get(ctx, name+"-config", metav1.GetOptions{})

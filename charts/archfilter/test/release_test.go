@@ -48,7 +48,7 @@ func deployLib(t *testing.T, script string, env ...string) (stdout string, err e
 
 // TestPinOverlay: what make deploy and make release apply is each overlay
 // with the one image name replaced by kustomize's images:, by tag or by
-// digest, the k8s1.34 overlay on its flavour's tag; and the kubeadm static
+// digest, the k8s1.35 overlay on its flavour's tag; and the kubeadm static
 // pod with the same reference.
 func TestPinOverlay(t *testing.T) {
 	const image = "registry.example.com:5000/team/archfilter"
@@ -57,9 +57,9 @@ func TestPinOverlay(t *testing.T) {
 		overlay, tag, digest, want string
 	}{
 		{"secondary", "v1.2.3", "", image + ":v1.2.3"},
-		{"secondary-k8s1.34", "v1.2.3-k8s1.34", "", image + ":v1.2.3-k8s1.34"},
+		{"secondary-k8s1.35", "v1.2.3-k8s1.35", "", image + ":v1.2.3-k8s1.35"},
 		{"secondary", "", digest, image + "@" + digest},
-		{"secondary-k8s1.34", "", digest, image + "@" + digest},
+		{"secondary-k8s1.35", "", digest, image + "@" + digest},
 		// The companion's overlay names archfilter/archfilter-placement.
 		{"placement", "v1.2.3", "", image + ":v1.2.3"},
 		{"placement", "", digest, image + "@" + digest},
@@ -88,7 +88,7 @@ func TestPinOverlay(t *testing.T) {
 		for _, tc := range []struct{ overlay, env, want string }{
 			{"secondary", "", "registry.example.com/archfilter-scheduler:v1.2.3"},
 			{"kubeadm-replacement", "", "registry.example.com/archfilter-scheduler:v1.2.3"},
-			{"secondary-k8s1.34", "", "registry.example.com/archfilter-scheduler:v1.2.3-k8s1.34"},
+			{"secondary-k8s1.35", "", "registry.example.com/archfilter-scheduler:v1.2.3-k8s1.35"},
 			{"placement", "", "registry.example.com/archfilter-placement:v1.2.3"},
 			{"placement", "PLACEMENT_IMAGE=other.example.com/p", "other.example.com/p:v1.2.3"},
 		} {

@@ -36,7 +36,7 @@ func TestLint(t *testing.T) {
 		"placement alone":                {"scheduler": map[string]any{"enabled": false}, "placement": map[string]any{"enabled": true, "replicas": 1, "leaderElection": map[string]any{"enabled": false}}},
 		"everything": {
 			"networkPolicy": map[string]any{"enabled": true, "apiServer": map[string]any{"cidrs": []any{"10.0.0.1/32"}}},
-			"image":         map[string]any{"flavour": "k8s1.34", "digest": "sha256:" + strings.Repeat("a", 64)},
+			"image":         map[string]any{"flavour": "k8s1.35", "digest": "sha256:" + strings.Repeat("a", 64)},
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -221,20 +221,20 @@ func TestRender(t *testing.T) {
 			},
 		},
 		{
-			name:   "the k8s1.34 flavour: the tag's suffix",
-			values: "image: {flavour: k8s1.34}",
+			name:   "the k8s1.35 flavour: the tag's suffix",
+			values: "image: {flavour: k8s1.35}",
 			check: func(t *testing.T, objs []k8sruntime.Object, cfg schedConfig) {
-				if got, want := one[*appsv1.Deployment](t, objs).Spec.Template.Spec.Containers[0].Image, "archfilter/archfilter-scheduler:"+appVersion+"-k8s1.34"; got != want {
+				if got, want := one[*appsv1.Deployment](t, objs).Spec.Template.Spec.Containers[0].Image, "archfilter/archfilter-scheduler:"+appVersion+"-k8s1.35"; got != want {
 					t.Errorf("image %q, want %q", got, want)
 				}
 			},
 		},
 		{
-			name:   "a tag of one's own, the k8s1.34 flavour and a digest",
-			values: "image: {repository: registry.example.com/archfilter, tag: v9.8.7, flavour: k8s1.34, digest: " + digest + ", pullPolicy: Always}",
+			name:   "a tag of one's own, the k8s1.35 flavour and a digest",
+			values: "image: {repository: registry.example.com/archfilter, tag: v9.8.7, flavour: k8s1.35, digest: " + digest + ", pullPolicy: Always}",
 			check: func(t *testing.T, objs []k8sruntime.Object, cfg schedConfig) {
 				c := one[*appsv1.Deployment](t, objs).Spec.Template.Spec.Containers[0]
-				if want := "registry.example.com/archfilter:v9.8.7-k8s1.34@" + digest; c.Image != want || c.ImagePullPolicy != corev1.PullAlways {
+				if want := "registry.example.com/archfilter:v9.8.7-k8s1.35@" + digest; c.Image != want || c.ImagePullPolicy != corev1.PullAlways {
 					t.Errorf("image %q %s, want %q Always", c.Image, c.ImagePullPolicy, want)
 				}
 			},
@@ -534,7 +534,7 @@ func TestNotesWarnFlavourSkew(t *testing.T) {
 		warn           bool
 	}{
 		{"main", "36", false}, {"main", "37", false}, {"main", "35", true}, {"main", "38", true},
-		{"k8s1.34", "34", false}, {"k8s1.34", "35", false}, {"k8s1.34", "36", true}, {"k8s1.34", "37", true},
+		{"k8s1.35", "34", false}, {"k8s1.35", "35", false}, {"k8s1.35", "36", true}, {"k8s1.35", "37", true},
 	} {
 		t.Run(tc.flavour+" on 1."+tc.minor, func(t *testing.T) {
 			rel, err := dryRun(t, map[string]any{"image": map[string]any{"flavour": tc.flavour}}, renderOpts{kubeMinor: tc.minor})

@@ -24,7 +24,6 @@ import (
 
 	"github.com/archfilter/archfilter/apis/config"
 	"github.com/archfilter/archfilter/apis/config/validation"
-	"github.com/archfilter/archfilter/internal/schedfw"
 	"github.com/archfilter/archfilter/pkg/decision"
 	"github.com/archfilter/archfilter/pkg/platform"
 	"github.com/archfilter/archfilter/pkg/resolver"
@@ -36,7 +35,7 @@ const Name = "ArchFilter"
 
 // ArchFilter keeps pods off nodes whose os/architecture cannot run their images.
 type ArchFilter struct {
-	handle      schedfw.Handle
+	handle      fwk.Handle
 	settings    *decision.Settings
 	scope       *scope
 	resolver    resolver.Interface
@@ -56,13 +55,13 @@ type ArchFilter struct {
 }
 
 var (
-	_ schedfw.PreEnqueuePlugin  = &ArchFilter{}
-	_ schedfw.PreFilterPlugin   = &ArchFilter{}
-	_ schedfw.FilterPlugin      = &ArchFilter{}
-	_ schedfw.PreScorePlugin    = &ArchFilter{}
-	_ schedfw.ScorePlugin       = &ArchFilter{}
-	_ schedfw.ScoreExtensions   = &ArchFilter{}
-	_ schedfw.EnqueueExtensions = &ArchFilter{}
+	_ fwk.PreEnqueuePlugin  = &ArchFilter{}
+	_ fwk.PreFilterPlugin   = &ArchFilter{}
+	_ fwk.FilterPlugin      = &ArchFilter{}
+	_ fwk.PreScorePlugin    = &ArchFilter{}
+	_ fwk.ScorePlugin       = &ArchFilter{}
+	_ fwk.ScoreExtensions   = &ArchFilter{}
+	_ fwk.EnqueueExtensions = &ArchFilter{}
 )
 
 // credentialSource gives the credentials a pod's images may be pulled with.
@@ -72,7 +71,7 @@ type credentialSource interface {
 
 // New validates args and builds the plugin with a registry resolver and
 // informer-backed credentials.
-func New(ctx context.Context, obj runtime.Object, h schedfw.Handle) (schedfw.Plugin, error) {
+func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
 	args, ok := obj.(*config.ArchFilterArgs)
 	if !ok {
 		return nil, fmt.Errorf("want args to be of type ArchFilterArgs, got %T", obj)
@@ -98,7 +97,7 @@ type deps struct {
 	leading func() bool
 }
 
-func newPlugin(ctx context.Context, args *config.ArchFilterArgs, h schedfw.Handle, d deps) (*ArchFilter, error) {
+func newPlugin(ctx context.Context, args *config.ArchFilterArgs, h fwk.Handle, d deps) (*ArchFilter, error) {
 	s, err := decision.NewSettings(args)
 	if err != nil {
 		return nil, err

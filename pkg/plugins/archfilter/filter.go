@@ -9,7 +9,6 @@ import (
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
-	"github.com/archfilter/archfilter/internal/schedfw"
 	"github.com/archfilter/archfilter/pkg/decision"
 	"github.com/archfilter/archfilter/pkg/platform"
 )
@@ -96,7 +95,7 @@ func readState(state fwk.CycleState) (*preFilterState, error) {
 // Skip when the pod is unconstrained or its set allows every platform of the node
 // table (Reserve then checks the chosen node), and narrows the cycle to the nodes
 // of the allowed platforms when they are at most half of the cluster.
-func (pl *ArchFilter) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) (*schedfw.PreFilterResult, *fwk.Status) {
+func (pl *ArchFilter) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
 	logger := klog.FromContext(ctx)
 	if reason := pl.scope.skipReason(pod); reason != "" {
 		logger.V(5).Info("ArchFilter does not apply", "pod", klog.KObj(pod), "reason", reason)
@@ -163,13 +162,13 @@ func (pl *ArchFilter) PreFilter(ctx context.Context, state fwk.CycleState, pod *
 	// delays a pod by a cycle at worst; accepting or rejecting nodes is left
 	// to Filter, which reads the snapshot.
 	if names := pl.nodes.narrow(d.Platforms, len(nodes)); names != nil {
-		return &schedfw.PreFilterResult{NodeNames: names}, nil
+		return &fwk.PreFilterResult{NodeNames: names}, nil
 	}
 	return nil, nil
 }
 
 // PreFilterExtensions returns nil: the decision does not depend on other pods.
-func (pl *ArchFilter) PreFilterExtensions() schedfw.PreFilterExtensions { return nil }
+func (pl *ArchFilter) PreFilterExtensions() fwk.PreFilterExtensions { return nil }
 
 // Filter rejects nodes whose os/arch (and Windows build) the pod's images do
 // not support. The accept path does not allocate, the reject path once per

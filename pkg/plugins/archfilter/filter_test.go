@@ -19,13 +19,12 @@ import (
 
 	"github.com/archfilter/archfilter/apis/annotations"
 	"github.com/archfilter/archfilter/apis/config"
-	"github.com/archfilter/archfilter/internal/schedfw"
 	"github.com/archfilter/archfilter/pkg/platform"
 	"github.com/archfilter/archfilter/pkg/resolver"
 )
 
-func result(names ...string) *schedfw.PreFilterResult {
-	return &schedfw.PreFilterResult{NodeNames: sets.New(names...)}
+func result(names ...string) *fwk.PreFilterResult {
+	return &fwk.PreFilterResult{NodeNames: sets.New(names...)}
 }
 
 var skip = statusResult{Code: fwk.Skip}
@@ -55,7 +54,7 @@ func TestPreFilter(t *testing.T) {
 		nodes []*v1.Node // nil: testNodes()
 		pod   *v1.Pod
 		// wantResult and wantStatus are PreFilter's answer.
-		wantResult *schedfw.PreFilterResult
+		wantResult *fwk.PreFilterResult
 		wantStatus statusResult
 		// wantSet is the set in the cycle state ("" when none is written).
 		wantSet string
@@ -461,7 +460,7 @@ func TestPreFilterPendingAfterMaxWait(t *testing.T) {
 		name       string
 		policy     config.FailurePolicy
 		pod        *v1.Pod
-		wantResult *schedfw.PreFilterResult
+		wantResult *fwk.PreFilterResult
 		wantStatus statusResult
 		wantSet    string
 		// wantFailOpen: a person can see that the pod was placed with images

@@ -32,7 +32,6 @@ import (
 	"github.com/archfilter/archfilter/apis/config"
 	"github.com/archfilter/archfilter/apis/config/scheme"
 	configv1 "github.com/archfilter/archfilter/apis/config/v1"
-	"github.com/archfilter/archfilter/internal/schedfw"
 	"github.com/archfilter/archfilter/pkg/platform"
 	"github.com/archfilter/archfilter/pkg/resolver"
 )
@@ -374,7 +373,7 @@ type fakeActivator struct {
 	calls []map[string]*v1.Pod
 }
 
-var _ schedfw.PodActivator = &fakeActivator{}
+var _ fwk.PodActivator = &fakeActivator{}
 
 func (a *fakeActivator) Activate(_ klog.Logger, pods map[string]*v1.Pod) {
 	a.mu.Lock()
@@ -558,10 +557,10 @@ func (h *harness) preEnqueue(ctx context.Context, pod *v1.Pod) *fwk.Status {
 }
 
 // preFilter runs PreFilter on a fresh cycle state, refusing ResolveAsync.
-func (h *harness) preFilter(ctx context.Context, pod *v1.Pod) (*framework.CycleState, *schedfw.PreFilterResult, *fwk.Status) {
+func (h *harness) preFilter(ctx context.Context, pod *v1.Pod) (*framework.CycleState, *fwk.PreFilterResult, *fwk.Status) {
 	state := framework.NewCycleState()
 	var (
-		res    *schedfw.PreFilterResult
+		res    *fwk.PreFilterResult
 		status *fwk.Status
 	)
 	h.res.deny("PreFilter", func() { res, status = h.pl.PreFilter(ctx, state, pod, h.infos) })
@@ -576,7 +575,7 @@ func (h *harness) filter(ctx context.Context, state fwk.CycleState, pod *v1.Pod,
 
 // feasible drives Filter over every node the PreFilterResult allows and
 // returns the accepted node names, sorted.
-func (h *harness) feasible(ctx context.Context, state fwk.CycleState, pod *v1.Pod, pfr *schedfw.PreFilterResult) []string {
+func (h *harness) feasible(ctx context.Context, state fwk.CycleState, pod *v1.Pod, pfr *fwk.PreFilterResult) []string {
 	var out []string
 	for _, n := range h.nodes {
 		if !pfr.AllNodes() && !pfr.NodeNames.Has(n.Name) {

@@ -21,7 +21,7 @@ import (
 func (pl *ArchFilter) EventsToRegister(_ context.Context) ([]fwk.ClusterEventWithHint, error) {
 	return []fwk.ClusterEventWithHint{
 		{Event: fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.Add | fwk.UpdateNodeLabel}, QueueingHintFn: pl.isSchedulableAfterNodeChange},
-		{Event: fwk.ClusterEvent{Resource: fwk.Pod, ActionType: fwk.Update}, QueueingHintFn: pl.isSchedulableAfterPodUpdate},
+		{Event: podSelfUpdate, QueueingHintFn: pl.isSchedulableAfterPodUpdate},
 	}, nil
 }
 
@@ -62,6 +62,7 @@ func (pl *ArchFilter) isSchedulableAfterNodeChange(logger klog.Logger, pod *v1.P
 
 // isSchedulableAfterPodUpdate queues the pod when it changed what ArchFilter
 // reads: images, archfilter annotations, spec.os, nodeSelector or affinity.
+// Another pod's update never does (1.35 calls it for those too).
 func (pl *ArchFilter) isSchedulableAfterPodUpdate(_ klog.Logger, pod *v1.Pod, oldObj, newObj any) (fwk.QueueingHint, error) {
 	oldPod, newPod, err := util.As[*v1.Pod](oldObj, newObj)
 	if err != nil {

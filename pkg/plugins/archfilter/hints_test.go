@@ -24,7 +24,7 @@ func TestEventsToRegister(t *testing.T) {
 	}
 	want := []fwk.ClusterEventWithHint{
 		{Event: fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.Add | fwk.UpdateNodeLabel}},
-		{Event: fwk.ClusterEvent{Resource: fwk.Pod, ActionType: fwk.Update}},
+		{Event: podSelfUpdate},
 	}
 	for i := range got {
 		if got[i].QueueingHintFn == nil {

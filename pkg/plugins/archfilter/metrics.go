@@ -53,7 +53,7 @@ var (
 	buildInfo = metrics.NewGaugeVec(&metrics.GaugeOpts{
 		Subsystem:      subsystem,
 		Name:           "build_info",
-		Help:           "Always 1, labelled with archfilter's version (with the flavour suffix, e.g. -k8s1.34) and the Kubernetes version it is built from.",
+		Help:           "Always 1, labelled with archfilter's version (with the flavour suffix, e.g. -k8s1.35) and the Kubernetes version it is built from.",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"version", "kubernetes_version"})
 	failOpen = metrics.NewCounter(&metrics.CounterOpts{

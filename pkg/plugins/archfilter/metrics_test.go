@@ -16,7 +16,7 @@ import (
 func TestBuildInfoMetric(t *testing.T) {
 	registerMetrics()
 	want := `
-# HELP archfilter_build_info [ALPHA] Always 1, labelled with archfilter's version (with the flavour suffix, e.g. -k8s1.34) and the Kubernetes version it is built from.
+# HELP archfilter_build_info [ALPHA] Always 1, labelled with archfilter's version (with the flavour suffix, e.g. -k8s1.35) and the Kubernetes version it is built from.
 # TYPE archfilter_build_info gauge
 archfilter_build_info{kubernetes_version="` + k8sversion.Get().GitVersion + `",version="` + version.Version + `"} 1
 `

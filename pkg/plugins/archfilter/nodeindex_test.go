@@ -10,7 +10,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	fwk "k8s.io/kube-scheduler/framework"
 
-	"github.com/archfilter/archfilter/internal/schedfw"
 	"github.com/archfilter/archfilter/pkg/platform"
 )
 
@@ -34,10 +33,10 @@ func TestNodeIndexFollowsInformer(t *testing.T) {
 		}
 		h.infos = nodeInfos(h.nodes)
 	}
-	expect := func(what string, pod *v1.Pod, want *schedfw.PreFilterResult) {
+	expect := func(what string, pod *v1.Pod, want *fwk.PreFilterResult) {
 		t.Helper()
 		snapshot()
-		var last *schedfw.PreFilterResult
+		var last *fwk.PreFilterResult
 		var lastStatus *fwk.Status
 		h.poll(ctx, what, func() bool {
 			_, last, lastStatus = h.preFilter(ctx, pod)

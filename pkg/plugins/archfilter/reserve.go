@@ -8,11 +8,10 @@ import (
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
-	"github.com/archfilter/archfilter/internal/schedfw"
 	"github.com/archfilter/archfilter/pkg/platform"
 )
 
-var _ schedfw.ReservePlugin = &ArchFilter{}
+var _ fwk.ReservePlugin = &ArchFilter{}
 
 // Reserve makes PreFilter's Skip safe. PreFilter skips Filter when the pod's
 // platforms allow every platform of the node table; the table is fed by its own

@@ -23,13 +23,13 @@ import (
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 	"k8s.io/utils/clock"
 
-	"github.com/archfilter/archfilter/internal/schedfw"
+	fwk "k8s.io/kube-scheduler/framework"
 )
 
 // laggingHandle gives ArchFilter informers of its own, so a test decides when
 // its node table sees a node the scheduler's cache already has.
 type laggingHandle struct {
-	schedfw.Handle
+	fwk.Handle
 	factory informers.SharedInformerFactory
 }
 
@@ -83,7 +83,7 @@ func TestNoWrongBindWhileTableLags(t *testing.T) {
 	res := newFakeResolver(t, clock.RealClock{}, standardResults(t, time.Now()))
 	var plugin atomic.Pointer[ArchFilter]
 	registry := frameworkruntime.Registry{
-		Name: func(ctx context.Context, _ runtime.Object, h schedfw.Handle) (schedfw.Plugin, error) {
+		Name: func(ctx context.Context, _ runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
 			pl, err := newPlugin(ctx, defaultArgs(t), laggingHandle{Handle: h, factory: lagFactory},
 				deps{resolver: res, credentials: &fakeCredentials{}, leading: func() bool { return true }})
 			plugin.Store(pl)

@@ -7,7 +7,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	fwk "k8s.io/kube-scheduler/framework"
 
-	"github.com/archfilter/archfilter/internal/schedfw"
 	"github.com/archfilter/archfilter/pkg/decision"
 	"github.com/archfilter/archfilter/pkg/platform"
 )
@@ -94,18 +93,18 @@ func bestWeight(prefs []decision.Preference) func(np platform.NodePlatform, know
 }
 
 // ScoreExtensions returns the normaliser.
-func (pl *ArchFilter) ScoreExtensions() schedfw.ScoreExtensions { return pl }
+func (pl *ArchFilter) ScoreExtensions() fwk.ScoreExtensions { return pl }
 
 // NormalizeScore scales weights so the most preferred platform gets the
 // framework's maximum node score.
-func (pl *ArchFilter) NormalizeScore(_ context.Context, state fwk.CycleState, _ *v1.Pod, scores schedfw.NodeScoreList) *fwk.Status {
+func (pl *ArchFilter) NormalizeScore(_ context.Context, state fwk.CycleState, _ *v1.Pod, scores fwk.NodeScoreList) *fwk.Status {
 	s, err := readPreScoreState(state)
 	if err != nil {
 		return fwk.AsStatus(err)
 	}
 	maxWeight := s.maxWeight
 	for i := range scores {
-		scores[i].Score = scores[i].Score * schedfw.MaxNodeScore / maxWeight
+		scores[i].Score = scores[i].Score * fwk.MaxNodeScore / maxWeight
 	}
 	return nil
 }

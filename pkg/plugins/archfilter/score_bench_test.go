@@ -7,7 +7,6 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 
 	"github.com/archfilter/archfilter/apis/config"
-	"github.com/archfilter/archfilter/internal/schedfw"
 )
 
 // BenchmarkScore measures Score on one node with preferredPlatforms configured (two
@@ -44,12 +43,12 @@ func BenchmarkScore(b *testing.B) {
 		})
 	}
 	b.Run("normalize", func(b *testing.B) {
-		scores := make(schedfw.NodeScoreList, len(h.infos))
+		scores := make(fwk.NodeScoreList, len(h.infos))
 		b.ReportAllocs()
 		b.ResetTimer()
 		for b.Loop() {
 			for i, ni := range h.infos {
-				scores[i] = schedfw.NodeScore{Name: ni.Node().Name, Score: 80}
+				scores[i] = fwk.NodeScore{Name: ni.Node().Name, Score: 80}
 			}
 			if s := h.pl.ScoreExtensions().NormalizeScore(ctx, state, pod, scores); s.Code() != fwk.Success {
 				b.Fatalf("NormalizeScore: %v", s)

@@ -13,7 +13,6 @@ import (
 
 	"github.com/archfilter/archfilter/apis/annotations"
 	"github.com/archfilter/archfilter/apis/config"
-	"github.com/archfilter/archfilter/internal/schedfw"
 )
 
 // scoreCycle drives PreFilter, Filter, PreScore, Score and NormalizeScore as
@@ -42,14 +41,14 @@ func (h *harness) scoreCycle(ctx context.Context, pod *v1.Pod) (statusResult, ma
 	if !preScore.IsSuccess() {
 		return statusOf(preScore), nil
 	}
-	scores := make(schedfw.NodeScoreList, 0, len(feasible))
+	scores := make(fwk.NodeScoreList, 0, len(feasible))
 	h.res.deny("Score", func() {
 		for _, ni := range feasible {
 			s, st := h.pl.Score(ctx, state, pod, ni)
 			if !st.IsSuccess() {
 				h.t.Fatalf("Score(%s): %v", ni.Node().Name, st)
 			}
-			scores = append(scores, schedfw.NodeScore{Name: ni.Node().Name, Score: s})
+			scores = append(scores, fwk.NodeScore{Name: ni.Node().Name, Score: s})
 		}
 		if st := h.pl.ScoreExtensions().NormalizeScore(ctx, state, pod, scores); !st.IsSuccess() {
 			h.t.Fatalf("NormalizeScore: %v", st)
@@ -57,8 +56,8 @@ func (h *harness) scoreCycle(ctx context.Context, pod *v1.Pod) (statusResult, ma
 	})
 	out := map[string]int64{}
 	for _, s := range scores {
-		if s.Score < 0 || s.Score > schedfw.MaxNodeScore {
-			h.t.Errorf("normalised score of %s is %d, outside [0, %d]", s.Name, s.Score, schedfw.MaxNodeScore)
+		if s.Score < 0 || s.Score > fwk.MaxNodeScore {
+			h.t.Errorf("normalised score of %s is %d, outside [0, %d]", s.Name, s.Score, fwk.MaxNodeScore)
 		}
 		out[s.Name] = s.Score
 	}
@@ -255,7 +254,7 @@ func TestScoreWithoutPreScoreState(t *testing.T) {
 			if _, s := h.pl.Score(ctx, tc.state(), pod, h.infos[0]); s.Code() != fwk.Error {
 				t.Errorf("Score: %v, want Error", s)
 			}
-			if s := h.pl.NormalizeScore(ctx, tc.state(), pod, schedfw.NodeScoreList{{Name: nodeAMD64, Score: 1}}); s.Code() != fwk.Error {
+			if s := h.pl.NormalizeScore(ctx, tc.state(), pod, fwk.NodeScoreList{{Name: nodeAMD64, Score: 1}}); s.Code() != fwk.Error {
 				t.Errorf("NormalizeScore: %v, want Error", s)
 			}
 		})

@@ -1,5 +1,3 @@
-//go:build !k8s1.34
-
 package archfilter
 
 import (

@@ -14,7 +14,6 @@ import (
 
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 
-	"github.com/archfilter/archfilter/internal/schedfw"
 	"github.com/archfilter/archfilter/pkg/platform"
 )
 
@@ -32,14 +31,14 @@ type TaintToleration struct {
 }
 
 var (
-	_ schedfw.FilterPlugin      = &TaintToleration{}
-	_ schedfw.PreScorePlugin    = &TaintToleration{}
-	_ schedfw.ScorePlugin       = &TaintToleration{}
-	_ schedfw.EnqueueExtensions = &TaintToleration{}
+	_ fwk.FilterPlugin      = &TaintToleration{}
+	_ fwk.PreScorePlugin    = &TaintToleration{}
+	_ fwk.ScorePlugin       = &TaintToleration{}
+	_ fwk.EnqueueExtensions = &TaintToleration{}
 )
 
 // NewTaintToleration builds the wrapper around the in-tree plugin.
-func NewTaintToleration(ctx context.Context, obj runtime.Object, h schedfw.Handle) (schedfw.Plugin, error) {
+func NewTaintToleration(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
 	fts := plfeature.NewSchedulerFeaturesFromGates(utilfeature.DefaultFeatureGate)
 	inner, err := tainttoleration.New(ctx, obj, h, fts)
 	if err != nil {

@@ -12,7 +12,6 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/tainttoleration"
 
 	"github.com/archfilter/archfilter/apis/annotations"
-	"github.com/archfilter/archfilter/internal/schedfw"
 )
 
 var (
@@ -190,11 +189,11 @@ func TestArchAwareTaintTolerationWithoutStateIsInTree(t *testing.T) {
 	ctx := testContext(t)
 	h := newHarness(t, ctx, harnessConfig{})
 	tt := newTaintToleration(t, h)
-	inTreePlugin, err := tainttoleration.New(ctx, nil, h.handle, plfeature.Features{EnableSchedulingQueueHint: true})
+	inTreePlugin, err := tainttoleration.New(ctx, nil, h.handle, plfeature.Features{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	inTree := inTreePlugin.(schedfw.FilterPlugin)
+	inTree := inTreePlugin.(fwk.FilterPlugin)
 	nodes := []*v1.Node{
 		makeNode("plain", armLabels()),
 		taintedNode("arch", armLabels(), archTaintARM64),

@@ -8,14 +8,17 @@ import (
 	"k8s.io/client-go/kubernetes"
 )
 
-// PodGroupVersion is the group/version of Kubernetes' gang scheduling API
-// (GenericWorkload, GangScheduling: alpha since 1.36).
+// PodGroupVersion is the group/version of the PodGroups the main line's
+// kube-scheduler reads for Kubernetes' gang scheduling: from 1.37 the Workload
+// API's v1beta1 (the GenericWorkload gate, beta and off by default, and
+// --runtime-config=scheduling.k8s.io/v1beta1=true on the API server; 1.36's
+// v1alpha2 and its GangScheduling gate are gone).
 //
 // PodGroups are written as JSON through the REST client rather than with the
-// typed client: k8s.io/api has no scheduling/v1alpha2 before v0.36, and `go mod
-// tidy` of the k8s1.34 flavour's module file reads every test package whatever
-// its build tags.
-const PodGroupVersion = "scheduling.k8s.io/v1alpha2"
+// typed client: the k8s1.35 flavour's k8s.io/api has no scheduling/v1beta1, and
+// `go mod tidy` of its module file reads every test package whatever its build
+// tags.
+const PodGroupVersion = "scheduling.k8s.io/v1beta1"
 
 // ServesPodGroups reports whether the API server serves PodGroupVersion's
 // podgroups (alpha APIs are off unless the API server enables them).

@@ -49,7 +49,7 @@ func TestVersion(t *testing.T) {
 	// The Kubernetes version comes from the flavour's module file through the
 	// Makefile's ldflags; `make test-integration` says which one it built
 	// (ARCHFILTER_KUBE_VERSION, from `go list -m k8s.io/kubernetes`). The
-	// k8s1.34 flavour also says so in archfilter's own version.
+	// k8s1.35 flavour also says so in archfilter's own version.
 	kube := os.Getenv("ARCHFILTER_KUBE_VERSION")
 	if kube == "" {
 		t.Skip("ARCHFILTER_KUBE_VERSION is not set: run these tests with `make test-integration`")

@@ -20,8 +20,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/component-base/metrics/legacyregistry"
+	fwk "k8s.io/kube-scheduler/framework"
 
-	"github.com/archfilter/archfilter/internal/schedfw"
 	"github.com/archfilter/archfilter/pkg/plugins/archfilter"
 )
 
@@ -75,7 +75,7 @@ func BenchmarkSchedulerMemory(b *testing.B) {
 }
 
 // archFilterPreEnqueue is ArchFilter's PreEnqueue plugin in the archfilter profile.
-func (c *cluster) archFilterPreEnqueue(tb testing.TB) schedfw.PreEnqueuePlugin {
+func (c *cluster) archFilterPreEnqueue(tb testing.TB) fwk.PreEnqueuePlugin {
 	tb.Helper()
 	for _, p := range c.sched.Profiles[profileArchFilter].PreEnqueuePlugins() {
 		if p.Name() == archfilter.Name {

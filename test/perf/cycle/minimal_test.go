@@ -8,8 +8,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	fwk "k8s.io/kube-scheduler/framework"
-
-	"github.com/archfilter/archfilter/internal/schedfw"
 )
 
 // The minimal plugin's names: in the minimal profile, and in the minimal-all profile
@@ -33,12 +31,12 @@ type minimalArchFilter struct {
 	allowed []string
 }
 
-var _ schedfw.FilterPlugin = &minimalArchFilter{}
+var _ fwk.FilterPlugin = &minimalArchFilter{}
 
 // newMinimalArchFilter returns the factory of the plugin called name, allowing the
 // architectures given.
-func newMinimalArchFilter(name string, allowed ...string) func(context.Context, runtime.Object, schedfw.Handle) (schedfw.Plugin, error) {
-	return func(context.Context, runtime.Object, schedfw.Handle) (schedfw.Plugin, error) {
+func newMinimalArchFilter(name string, allowed ...string) func(context.Context, runtime.Object, fwk.Handle) (fwk.Plugin, error) {
+	return func(context.Context, runtime.Object, fwk.Handle) (fwk.Plugin, error) {
 		return &minimalArchFilter{name: name, allowed: allowed}, nil
 	}
 }
@@ -63,21 +61,21 @@ const skipFloorName = "SkipFloor"
 type skipFloor struct{}
 
 var (
-	_ schedfw.PreFilterPlugin = skipFloor{}
-	_ schedfw.FilterPlugin    = skipFloor{}
+	_ fwk.PreFilterPlugin = skipFloor{}
+	_ fwk.FilterPlugin    = skipFloor{}
 )
 
-func newSkipFloor(context.Context, runtime.Object, schedfw.Handle) (schedfw.Plugin, error) {
+func newSkipFloor(context.Context, runtime.Object, fwk.Handle) (fwk.Plugin, error) {
 	return skipFloor{}, nil
 }
 
 func (skipFloor) Name() string { return skipFloorName }
 
-func (skipFloor) PreFilter(context.Context, fwk.CycleState, *v1.Pod, []fwk.NodeInfo) (*schedfw.PreFilterResult, *fwk.Status) {
+func (skipFloor) PreFilter(context.Context, fwk.CycleState, *v1.Pod, []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
 	return nil, fwk.NewStatus(fwk.Skip)
 }
 
-func (skipFloor) PreFilterExtensions() schedfw.PreFilterExtensions { return nil }
+func (skipFloor) PreFilterExtensions() fwk.PreFilterExtensions { return nil }
 
 func (skipFloor) Filter(context.Context, fwk.CycleState, *v1.Pod, fwk.NodeInfo) *fwk.Status {
 	return fwk.AsStatus(errors.New("SkipFloor's Filter was called although its PreFilter returned Skip"))

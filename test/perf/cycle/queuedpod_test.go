@@ -1,4 +1,4 @@
-//go:build !k8s1.34
+//go:build !k8s1.35
 
 package cycle
 
@@ -7,7 +7,7 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 )
 
-// queuedPod is what Scheduler.SchedulePod takes: from 1.35 on, the scheduling
+// queuedPod is what Scheduler.SchedulePod takes: from 1.36 on, the scheduling
 // queue's entry for the pod, which the queue builds when the pod is added (outside
 // the cycle). Its PodSignature stays nil: opportunistic batching reuses a cycle's
 // scores only once the previous pod of the same signature was bound, and nothing is

@@ -1,4 +1,4 @@
-//go:build k8s1.34
+//go:build k8s1.35
 
 package e2e
 
@@ -28,7 +28,7 @@ var (
 	podGroupResource = schema.GroupVersionResource{Group: "scheduling.x-k8s.io", Version: "v1alpha1", Resource: "podgroups"}
 )
 
-// TestArchFilterGang: on the k8s1.34 flavour, gangs are sigs.k8s.io/scheduler-plugins'
+// TestArchFilterGang: on the k8s1.35 flavour, gangs are sigs.k8s.io/scheduler-plugins'
 // Coscheduling (a PodGroup custom resource, pods labelled with its name), which
 // this flavour's binary carries: enabled beside ArchFilter, a gang of mixed
 // images, one of which the registry answers seconds after the others, is held
@@ -86,7 +86,7 @@ func dynamicClient(t *testing.T) dynamic.Interface {
 // this flavour builds with, and waits until it is served.
 func installPodGroupCRD(ctx context.Context, t *testing.T, dyn dynamic.Interface) {
 	t.Helper()
-	cmd := exec.Command("go", "list", "-modfile=go.k8s1.34.mod", "-m", "-f", "{{.Dir}}", "sigs.k8s.io/scheduler-plugins")
+	cmd := exec.Command("go", "list", "-modfile=go.k8s1.35.mod", "-m", "-f", "{{.Dir}}", "sigs.k8s.io/scheduler-plugins")
 	cmd.Dir = framework.RepoRoot()
 	out, err := cmd.Output()
 	if err != nil {

@@ -1,10 +1,10 @@
-//go:build k8s1.34
+//go:build k8s1.35
 
 package cycle
 
 import v1 "k8s.io/api/core/v1"
 
-// queuedPod is what Scheduler.SchedulePod takes: in 1.34, the pod itself.
+// queuedPod is what Scheduler.SchedulePod takes: in 1.35, the pod itself.
 type queuedPod = *v1.Pod
 
 func newQueuedPod(pod *v1.Pod) (queuedPod, error) { return pod, nil }

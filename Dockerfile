@@ -5,11 +5,14 @@
 # image (same binary flags, user 65532, labels) without any container engine
 # (hack/image, internal/ociimage).
 #
-# FLAVOUR selects the build: main (Kubernetes 1.36, go.mod) or k8s1.35
-# (Kubernetes 1.34 with sigs.k8s.io/scheduler-plugins, go.k8s1.35.mod). Tag the
+# FLAVOUR selects the build: main (Kubernetes 1.37, go.mod) or k8s1.35
+# (Kubernetes 1.35 with sigs.k8s.io/scheduler-plugins, go.k8s1.35.mod). Tag the
 # k8s1.35 image VERSION-k8s1.35 (make docker-buildx does).
-ARG GO_VERSION=1.26
+# GOTOOLCHAIN is the Makefile's (hack/lib/go.sh): whatever Go the builder image
+# has, the binaries are built with that toolchain.
+ARG GO_VERSION=1.27
 FROM --platform=$BUILDPLATFORM golang:${GO_VERSION} AS build
+ENV GOTOOLCHAIN=go1.27.3
 ARG TARGETOS
 ARG TARGETARCH
 ARG VERSION=v0.0.0-dev

@@ -16,6 +16,11 @@ BINARY_PLACEMENT ?= $(BIN_DIR)/archfilter-placement
 IMAGE          ?= archfilter/archfilter-scheduler
 PLATFORMS      ?= linux/amd64,linux/arm64,linux/ppc64le,linux/s390x
 GO             ?= go
+# The Go toolchain of every build and test: the go command fetches it from the
+# module proxy once per machine. A machine's own Go (and GOTOOLCHAIN=local, its
+# default here) would otherwise build with whatever it is; go.mod's toolchain
+# line, hack/lib/go.sh, .ci/run and the README say the same (test/toolchain).
+export GOTOOLCHAIN := go1.27.3
 # Static binaries, and one build configuration for everything: tests, the
 # binaries and the control-plane tools built from this module graph
 # (hack/cluster/tools.sh) then share Go's build cache instead of compiling
@@ -157,6 +162,8 @@ UNIT_PKGS      += ./test/perf/benchreport/... ./test/perf/report/...
 UNIT_PKGS      += ./test/perf/cycle/
 # README.md's shell blocks each say whether test-readme runs them.
 UNIT_PKGS      += ./test/readme/...
+# One Go toolchain in every path that runs go (Makefile, .ci/run, hack/, README).
+UNIT_PKGS      += ./test/toolchain/
 
 .PHONY: test-unit test-unit-main test-unit-k8s1.35
 test-unit: test-unit-main test-unit-k8s1.35 ## Unit tests of both flavours (no network, no control plane).

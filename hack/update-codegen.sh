@@ -4,6 +4,8 @@
 set -o errexit -o nounset -o pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# shellcheck source=hack/lib/go.sh
+source "${ROOT}/hack/lib/go.sh"
 cd "${ROOT}"
 BOILERPLATE=hack/boilerplate.go.txt
 MODULE=$(go list -m)

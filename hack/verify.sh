@@ -5,6 +5,8 @@
 # compares with git, so commit (or stash) before running it.
 set -o errexit -o nounset -o pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
+# shellcheck source=hack/lib/go.sh
+source hack/lib/go.sh
 
 status=0
 fail() { echo "verify: $*" >&2; status=1; }

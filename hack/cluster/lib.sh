@@ -9,6 +9,8 @@
 # hack/cluster/tools.sh --print names them).
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+# shellcheck source=hack/lib/go.sh
+source "$ROOT/hack/lib/go.sh"
 export ARCHFILTER_CACHE=${ARCHFILTER_CACHE:-$ROOT/.cache}
 
 # Versions of what we build. Kubernetes comes from go.mod so the control plane

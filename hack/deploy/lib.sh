@@ -5,6 +5,8 @@
 # here). Source it.
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+# shellcheck source=hack/lib/go.sh
+source "$ROOT/hack/lib/go.sh"
 ARCHFILTER_CACHE=${ARCHFILTER_CACHE:-$ROOT/.cache}
 # The image names the manifests use; kustomize replaces them.
 MANIFEST_IMAGE=archfilter/archfilter-scheduler

@@ -23,6 +23,8 @@
 #   IMAGE_LAYOUT     also write each index as an OCI layout under this directory, optional
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+# shellcheck source=hack/lib/go.sh
+source "$ROOT/hack/lib/go.sh"
 cd "$ROOT"
 
 : "${IMAGE:?set IMAGE=registry/name}" "${VERSION:?}" "${GIT_COMMIT:?}" "${BUILD_DATE:?}"
@@ -62,6 +64,7 @@ for flavour in $IMAGE_FLAVOURS; do
   done
   log "$flavour: image index $image:$tag"
   go run ./hack/image --image "$image:$tag" "${args[@]}" \
+    --go-version "$GOTOOLCHAIN" \
     --entrypoint "/usr/local/bin/$name" \
     --created "$BUILD_DATE" \
     --label "org.opencontainers.image.title=$name" \

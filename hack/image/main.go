@@ -17,6 +17,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"debug/buildinfo"
 	"flag"
 	"fmt"
 	"net/http"
@@ -61,6 +62,7 @@ func run(ctx context.Context, args []string) error {
 	fs.Var(&labels, "label", "KEY=VALUE label of every image and annotation of the index (repeatable)")
 	fs.Var(&sboms, "sbom", "OS/ARCH[/VARIANT]=PATH of one platform's CycloneDX SBOM (repeat per platform)")
 	sbomDigestFile := fs.String("sbom-digest-file", "", "write REFERENCE@DIGEST of the pushed SBOM artifact here")
+	goVersion := fs.String("go-version", "", "refuse a --binary that Go's build information says was built with another toolchain (e.g. go1.27.3; image.sh passes GOTOOLCHAIN)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -70,6 +72,11 @@ func run(ctx context.Context, args []string) error {
 	spec, err := specFrom(binaries, labels, *entrypoint, *created, *caBundle)
 	if err != nil {
 		return err
+	}
+	if *goVersion != "" {
+		if err := checkGoVersion(binaries, *goVersion); err != nil {
+			return err
+		}
 	}
 	if err := addSBOMs(&spec, sboms); err != nil {
 		return err
@@ -138,6 +145,23 @@ func run(ctx context.Context, args []string) error {
 	fmt.Fprintf(os.Stderr, "SBOMs of %s: %s\n", pushed, sbomRef)
 	if *sbomDigestFile != "" {
 		return os.WriteFile(*sbomDigestFile, []byte(sbomRef.String()+"\n"), 0o644)
+	}
+	return nil
+}
+
+// checkGoVersion refuses a binary not built with the toolchain want: an image
+// carries the standard library of the Go that built its binary, and a
+// scanner judges it by that version.
+func checkGoVersion(binaries []string, want string) error {
+	for _, b := range binaries {
+		plat, path, _ := strings.Cut(b, "=")
+		info, err := buildinfo.ReadFile(path)
+		if err != nil {
+			return fmt.Errorf("--binary %s=%s: no Go build information: %w", plat, path, err)
+		}
+		if info.GoVersion != want {
+			return fmt.Errorf("--binary %s=%s was built with %s, not %s (--go-version): build it with GOTOOLCHAIN=%s", plat, path, info.GoVersion, want, want)
+		}
 	}
 	return nil
 }

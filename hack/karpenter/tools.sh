@@ -3,8 +3,9 @@
 # main) unmodified from the Go module proxy, for test/karpenter. The version
 # is the one hack/karpenter/go.mod requires; that module is Karpenter's own so
 # its dependency versions never touch the project's go.mod / go.k8s1.35.mod.
-# Karpenter needs a newer Go than the project: the toolchain named by the
-# module's `go` line is downloaded from the module proxy (GOTOOLCHAIN).
+# Karpenter's module asks for Go 1.26.9 or newer (its go.mod's `go` line); it
+# is built with the project's toolchain (hack/lib/go.sh, go1.27.3), which the
+# go command fetches from the module proxy, never with a machine's own Go.
 #
 # Cached in the per-user tools cache (hack/lib/tools-cache.sh) with the
 # module's CRD files beside it, keyed by hack/karpenter/go.mod and go.sum, the
@@ -20,7 +21,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/../cluster/lib.sh"
 MOD_DIR=$ROOT/hack/karpenter
 KARPENTER_VERSION=$(awk '$1 == "sigs.k8s.io/karpenter" {print $2; exit}' "$MOD_DIR/go.mod")
 [[ -n $KARPENTER_VERSION ]] || KARPENTER_VERSION=$(awk '$1 == "require" && $2 == "sigs.k8s.io/karpenter" {print $3; exit}' "$MOD_DIR/go.mod")
-KARPENTER_GO=go$(awk '$1 == "go" {print $2; exit}' "$MOD_DIR/go.mod")
+KARPENTER_GO=$GOTOOLCHAIN
 
 karpenter_go() { (cd "$MOD_DIR" && GOTOOLCHAIN=$KARPENTER_GO GOFLAGS=-mod=readonly go "$@"); }
 

@@ -3,7 +3,10 @@
 // k8s.io/component-base/version).
 package version
 
-import "fmt"
+import (
+	"fmt"
+	"runtime"
+)
 
 // Set with -ldflags "-X github.com/archfilter/archfilter/pkg/version.Version=…".
 var (
@@ -12,7 +15,9 @@ var (
 	BuildDate = "unknown"
 )
 
-// String is the one-line form printed by --version.
+// String is the one-line form printed by --version. It names the Go toolchain
+// the binary was built with, which a scanner's verdict on the standard
+// library depends on.
 func String() string {
-	return fmt.Sprintf("archfilter %s (commit %s, built %s)", Version, GitCommit, BuildDate)
+	return fmt.Sprintf("archfilter %s (commit %s, built %s, %s)", Version, GitCommit, BuildDate, runtime.Version())
 }

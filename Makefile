@@ -276,8 +276,8 @@ demo-down: ## Remove the demo's cluster, registries and state (binaries stay cac
 # minor older than the API server). The newer minors' controller manager is
 # the flavour's own, which the skew policy allows (one minor older than the
 # API server) and which saves building one per minor.
-E2E_MATRIX     ?= main:$(KUBE_VERSION):$(KUBE_VERSION) main:v1.37.2:$(KUBE_VERSION) \
-	k8s1.35:$(KUBE_VERSION_K8S135):$(KUBE_VERSION_K8S135) k8s1.35:v1.35.5:$(KUBE_VERSION_K8S135)
+E2E_MATRIX     ?= main:$(KUBE_VERSION):$(KUBE_VERSION) main:v1.38.0-beta.0:$(KUBE_VERSION) \
+	k8s1.35:$(KUBE_VERSION_K8S135):$(KUBE_VERSION_K8S135) k8s1.35:v1.36.5:$(KUBE_VERSION_K8S135)
 
 .PHONY: e2e
 e2e: build ## End-to-end tests on local KWOK clusters, once per cell of E2E_MATRIX (each brought up and removed).

@@ -14,8 +14,9 @@ source "$ROOT/hack/lib/go.sh"
 export ARCHFILTER_CACHE=${ARCHFILTER_CACHE:-$ROOT/.cache}
 
 # Versions of what we build. Kubernetes comes from go.mod so the control plane
-# matches the scheduler; etcd is the one k8s 1.34 is tested with.
-ETCD_VERSION=${ETCD_VERSION:-v3.6.4}
+# matches the scheduler; etcd is the release line k8s 1.37 is built against
+# (3.7), at its newest patch (the in-process etcd of the tests is go.mod's).
+ETCD_VERSION=${ETCD_VERSION:-v3.7.3}
 KWOK_VERSION=${KWOK_VERSION:-v0.8.0}
 # KUBE_VERSION is the API server's version: by default the main line's
 # (go.mod); make e2e sets it per cell of the support matrix. KCM_VERSION is

@@ -45,6 +45,9 @@ func New(opts ...app.Option) *cobra.Command {
 		if err := refuseSilentSettings(c); err != nil {
 			return err
 		}
+		if err := refuseOlderAPIServer(c); err != nil {
+			return err
+		}
 		return upstream(c, args)
 	}
 	if f := cmd.Flags().Lookup("kubeconfig"); f != nil {

@@ -2,6 +2,7 @@ package vulncheck
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -103,6 +104,59 @@ func TestRepositoryAllowList(t *testing.T) {
 		for _, f := range e.Flavours {
 			if f != "main" && f != "k8s1.35" {
 				t.Errorf("entry %s: flavour %q is neither main nor k8s1.35", e.ID, f)
+			}
+		}
+	}
+}
+
+// moduleWideAdvisories are the allow-list's entries for advisories against the
+// whole k8s.io/kubernetes module, with the packages that hold the vulnerable
+// code: the entries stay true only while no shipped binary links them.
+var moduleWideAdvisories = map[string]string{
+	"GO-2025-3521": "k8s.io/kubernetes/pkg/volume/",   // kubelet's gitRepo volume
+	"GO-2025-3547": "k8s.io/kubernetes/pkg/registry/", // kube-apiserver's registries
+}
+
+// TestModuleWideAdvisoriesAreNotLinked checks the reason the allow-list gives
+// for its module-wide k8s.io/kubernetes entries against what each flavour's
+// shipped commands import, as `go list -deps` resolves them.
+func TestModuleWideAdvisoriesAreNotLinked(t *testing.T) {
+	entries, err := LoadAllowList("../../hack/vuln/allowlist.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed := map[string]bool{}
+	for _, e := range entries {
+		listed[e.ID] = true
+	}
+	for id := range moduleWideAdvisories {
+		if !listed[id] {
+			t.Logf("%s is no longer allow-listed: drop it from moduleWideAdvisories", id)
+		}
+	}
+	for _, flavour := range []struct {
+		name string
+		args []string
+	}{
+		{"main", []string{"./cmd/scheduler", "./cmd/archfilter-placement", "./cmd/kubectl-archfilter"}},
+		{"k8s1.35", []string{"-modfile=go.k8s1.35.mod", "-tags=k8s1.35", "./cmd/scheduler-plugins"}},
+	} {
+		cmd := exec.Command("go", append([]string{"list", "-deps"}, flavour.args...)...)
+		cmd.Dir = "../.."
+		cmd.Env = append(os.Environ(), "GOFLAGS=")
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("go list -deps (%s): %v", flavour.name, err)
+		}
+		pkgs := strings.Fields(string(out))
+		if len(pkgs) < 100 {
+			t.Fatalf("go list -deps (%s) listed %d packages", flavour.name, len(pkgs))
+		}
+		for id, prefix := range moduleWideAdvisories {
+			for _, p := range pkgs {
+				if strings.HasPrefix(p, prefix) {
+					t.Errorf("%s: the %s flavour links %s, which the allow-list says it does not", id, flavour.name, p)
+				}
 			}
 		}
 	}

@@ -58,7 +58,7 @@ func loadChart(t *testing.T) *chart.Chart {
 type renderOpts struct {
 	namespace   string
 	apiVersions []string // e.g. monitoring.coreos.com/v1/ServiceMonitor
-	kubeMinor   string   // the cluster's minor version, default 36
+	kubeMinor   string   // the cluster's minor version, default 37
 }
 
 // dryRun installs the chart the way `helm template` renders it (Helm's
@@ -71,7 +71,7 @@ func dryRun(t *testing.T, values map[string]any, opts renderOpts) (*release.Rele
 	}
 	minor := opts.kubeMinor
 	if minor == "" {
-		minor = "36"
+		minor = "37"
 	}
 	cfg := &action.Configuration{
 		Releases:     storage.Init(driver.NewMemory()),

@@ -500,6 +500,8 @@ func TestRenderRejects(t *testing.T) {
 		want         []string
 	}{
 		{name: "latest", values: "image: {tag: latest}", want: []string{"image.tag", "latest"}},
+		{name: "the retired k8s1.34 flavour", values: "image: {flavour: k8s1.34}",
+			want: []string{"image.flavour: k8s1.34 is retired", "image.flavour: k8s1.35", "image.flavour: main", "docs/upgrading.md"}},
 		{name: "two replicas without leader election", values: "leaderElection: {enabled: false}", want: []string{"leaderElection.enabled"}},
 		{name: "replacement without leader election", values: "mode: replacement\nreplicas: 1\nleaderElection: {enabled: false}", want: []string{"leaderElection.enabled", "replacement"}},
 		{name: "network policy without the API server's addresses", values: "networkPolicy: {enabled: true}", want: []string{"networkPolicy.apiServer.cidrs"}},
@@ -533,8 +535,8 @@ func TestNotesWarnFlavourSkew(t *testing.T) {
 		flavour, minor string
 		warn           bool
 	}{
-		{"main", "36", false}, {"main", "37", false}, {"main", "35", true}, {"main", "38", true},
-		{"k8s1.35", "34", false}, {"k8s1.35", "35", false}, {"k8s1.35", "36", true}, {"k8s1.35", "37", true},
+		{"main", "37", false}, {"main", "38", false}, {"main", "36", true}, {"main", "39", true},
+		{"k8s1.35", "35", false}, {"k8s1.35", "36", false}, {"k8s1.35", "37", true}, {"k8s1.35", "38", true},
 	} {
 		t.Run(tc.flavour+" on 1."+tc.minor, func(t *testing.T) {
 			rel, err := dryRun(t, map[string]any{"image": map[string]any{"flavour": tc.flavour}}, renderOpts{kubeMinor: tc.minor})

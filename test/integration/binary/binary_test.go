@@ -5,16 +5,22 @@ package binary
 import (
 	"bufio"
 	"context"
+	"debug/buildinfo"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"golang.org/x/mod/modfile"
 )
 
 const configDir = "../../../manifests/scheduler-config"
@@ -54,9 +60,9 @@ func TestVersion(t *testing.T) {
 	if kube == "" {
 		t.Skip("ARCHFILTER_KUBE_VERSION is not set: run these tests with `make test-integration`")
 	}
-	want := []string{`(?m)^archfilter \S+ \(commit \S+, built \S+\)$`, `(?m)^Kubernetes ` + regexp.QuoteMeta(kube) + `$`}
-	if strings.HasPrefix(kube, "v1.34.") {
-		want = append(want, `(?m)^archfilter \S+-k8s1\.34 `)
+	want := []string{`(?m)^archfilter \S+ \(commit \S+, built \S+, go\S+\)$`, `(?m)^Kubernetes ` + regexp.QuoteMeta(kube) + `$`}
+	if strings.HasPrefix(kube, "v1.35.") {
+		want = append(want, `(?m)^archfilter \S+-k8s1\.35 `)
 	}
 	for _, re := range want {
 		if !regexp.MustCompile(re).MatchString(out) {
@@ -229,4 +235,103 @@ profiles:
 		}
 	}
 	t.Fatalf("the scheduler never mentioned the kubeconfig's server 127.0.0.1:1 (scan: %v); its last lines:\n%s", scanner.Err(), strings.Join(seen, "\n"))
+}
+
+// TestRefusesAnOlderAPIServer starts the scheduler against an API server (an
+// HTTP server that answers /version) one minor older than the scheduler's
+// Kubernetes: it must stop at once, naming both versions and the flavour that
+// serves that API server, instead of waiting for informers of APIs the server
+// does not have.
+func TestRefusesAnOlderAPIServer(t *testing.T) {
+	kube := os.Getenv("ARCHFILTER_KUBE_VERSION")
+	if kube == "" {
+		t.Skip("ARCHFILTER_KUBE_VERSION is not set: run these tests with `make test-integration`")
+	}
+	var major, minor int
+	if _, err := fmt.Sscanf(kube, "v%d.%d.", &major, &minor); err != nil {
+		t.Fatalf("ARCHFILTER_KUBE_VERSION %q: %v", kube, err)
+	}
+	older := fmt.Sprintf("v%d.%d.3", major, minor-1)
+	var versionAsked atomic.Bool
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/version" {
+			http.Error(w, "only /version here", http.StatusNotFound)
+			return
+		}
+		versionAsked.Store(true)
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"major":"%d","minor":"%d","gitVersion":%q,"platform":"linux/amd64"}`, major, minor-1, older)
+	}))
+	defer srv.Close()
+	config := writeConfig(t, "{}")
+	kubeconfig := filepath.Join(filepath.Dir(config), "kubeconfig")
+	if err := os.WriteFile(kubeconfig, []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "`+srv.URL+`"}}]
+contexts: [{name: c, context: {cluster: c, user: u}}]
+current-context: c
+users: [{name: u, user: {}}]
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	out, err := run(t, "--config", config, "--secure-port=0")
+	var exitErr *exec.ExitError
+	if !errors.As(err, &exitErr) {
+		t.Fatalf("the scheduler did not exit with an error against %s (err=%v):\n%s", older, err, out)
+	}
+	if !versionAsked.Load() {
+		t.Errorf("the scheduler never asked the API server for its version")
+	}
+	want := []string{"Kubernetes " + strings.TrimPrefix(older, "v") + ", older than this scheduler",
+		"Kubernetes " + strings.TrimPrefix(kube, "v"), "never newer"}
+	if minor-1 == 36 || minor-1 == 35 {
+		want = append(want, "use the k8s1.35 flavour (image tag <version>-k8s1.35")
+	} else {
+		want = append(want, "no archfilter flavour supports it")
+	}
+	for _, w := range want {
+		if !strings.Contains(out, w) {
+			t.Errorf("output does not say %q:\n%s", w, out)
+		}
+	}
+	t.Logf("refused in %s:\n%s", time.Since(start).Round(time.Millisecond), out)
+}
+
+// TestBuiltWithGoModsToolchain: every binary make build wrote beside the
+// scheduler (both flavours, the placement companion, the kubectl plugin) was
+// built by the toolchain go.mod names, as Go's build information records it
+// (what `go version -m` prints and scanners read).
+func TestBuiltWithGoModsToolchain(t *testing.T) {
+	dir := filepath.Dir(binary(t))
+	data, err := os.ReadFile("../../../go.mod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mod, err := modfile.Parse("go.mod", data, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mod.Toolchain == nil {
+		t.Fatal("go.mod has no toolchain line")
+	}
+	want := mod.Toolchain.Name
+	var checked []string
+	for _, name := range []string{"archfilter-scheduler", "archfilter-scheduler-k8s1.35", "archfilter-placement", "kubectl-archfilter"} {
+		path := filepath.Join(dir, name)
+		if _, err := os.Stat(path); err != nil {
+			t.Errorf("%s: %v (make build writes it)", name, err)
+			continue
+		}
+		info, err := buildinfo.ReadFile(path)
+		if err != nil {
+			t.Errorf("%s: %v", path, err)
+			continue
+		}
+		if info.GoVersion != want {
+			t.Errorf("%s was built with %s, go.mod's toolchain is %s", path, info.GoVersion, want)
+		}
+		checked = append(checked, name+" "+info.GoVersion)
+	}
+	t.Logf("checked: %s", strings.Join(checked, ", "))
 }

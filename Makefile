@@ -7,7 +7,7 @@ SHELL := /usr/bin/env bash
 
 BIN_DIR        ?= bin
 BINARY         ?= $(BIN_DIR)/archfilter-scheduler
-# The k8s1.35 flavour: Kubernetes v1.34 plus sigs.k8s.io/scheduler-plugins,
+# The k8s1.35 flavour: Kubernetes v1.35 plus sigs.k8s.io/scheduler-plugins,
 # built from the same tree with its own module file and build tag.
 FLAVOUR_K8S135 := k8s1.35
 K8S135_GOFLAGS := -modfile=go.k8s1.35.mod -tags=k8s1.35

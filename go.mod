@@ -194,10 +194,10 @@ require (
 
 // k8s.io/kubernetes requires every staging module at v0.0.0 and replaces them with
 // ./staging paths inside its own repository; a consumer must pin each one. This is the
-// main line: k8s.io/kubernetes v1.37.2 and every staging module at v0.36.5, all served
-// by the module proxy. (The 1.34 flavour with scheduler-plugins is go.k8s1.35.mod.)
-// k8s.io/sample-cli-plugin and k8s.io/sample-controller: v0.36.5 is not served and
-// nothing we build imports them, so they are deliberately not replaced.
+// main line: k8s.io/kubernetes v1.37.2 and every staging module at v0.37.2, all served
+// by the module proxy. (The 1.35 flavour with scheduler-plugins is go.k8s1.35.mod.)
+// k8s.io/sample-cli-plugin and k8s.io/sample-controller are not replaced: nothing we
+// build imports them.
 replace (
 	k8s.io/api => k8s.io/api v0.37.2
 	k8s.io/apiextensions-apiserver => k8s.io/apiextensions-apiserver v0.37.2
@@ -233,5 +233,5 @@ replace (
 )
 
 // The k8s1.35 flavour (go.k8s1.35.mod) builds this directory; it imports
-// sigs.k8s.io/scheduler-plugins, which has no release for this main line.
+// sigs.k8s.io/scheduler-plugins, which has no release for this main line's minor.
 ignore ./cmd/scheduler-plugins

@@ -107,14 +107,25 @@ build_kube_module() {
   [[ -f $mod ]] || die "k8s.io/kubernetes $version: the module proxy did not serve its go.mod"
   godir=$(awk '/^go /{print $2; exit}' "$mod")
   staging=$(awk '$2 == "=>" && $3 ~ /^\.\/staging\// && $1 !~ /sample-/ {print $1}' "$mod")
-  local minor=${v#*.} patch
+  # A pre-release (v1.38.0-beta.0) pins its staging modules to exactly that
+  # pre-release (v0.38.0-beta.0): there is no lower patch to fall back to.
+  local pre=
+  if [[ $v == *-* ]]; then pre=-${v#*-}; fi
+  local minor=${v%%-*} patch
+  minor=${minor#*.}
   patch=${minor#*.}
   minor=${minor%%.*}
   {
     printf 'module archfilter.local/kube-%s\n\ngo %s\n\nrequire k8s.io/kubernetes %s\n\nreplace (\n' "$v" "$godir" "$version"
     local m served
     for m in $staging; do
-      served=$(served_patch "$m" "$minor" "$patch") || die "$m: no v0.$minor.x up to v0.$minor.$patch is served"
+      if [[ -n $pre ]]; then
+        served=v0.$minor.$patch$pre
+        (cd "$ARCHFILTER_TOOLS_CACHE" && GOFLAGS='' go mod download "$m@$served" >/dev/null 2>&1) ||
+          die "$m $served (the staging module of k8s.io/kubernetes $version) is not served"
+      else
+        served=$(served_patch "$m" "$minor" "$patch") || die "$m: no v0.$minor.x up to v0.$minor.$patch is served"
+      fi
       printf '\t%s => %s %s\n' "$m" "$m" "$served"
     done
     printf ')\n'

@@ -102,7 +102,7 @@ func (b *burst) createGangs(ctx context.Context, t *testing.T) {
 	t.Helper()
 	for g := 0; g < b.gangs; g++ {
 		if err := framework.CreateGangPodGroup(ctx, env.Client, b.ns, fmt.Sprintf("gang-%d", g), gangSize); err != nil {
-			t.Fatalf("gang scheduling is alpha: the suite's API server serves it: %v", err)
+			t.Fatalf("gang scheduling (GenericWorkload, beta and off by default): the suite's API server serves it: %v", err)
 		}
 	}
 }

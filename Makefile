@@ -275,8 +275,11 @@ demo-down: ## Remove the demo's cluster, registries and state (binaries stay cac
 # flavour against its own minor and the next one (kube-scheduler may be one
 # minor older than the API server). The newer minors' controller manager is
 # the flavour's own, which the skew policy allows (one minor older than the
-# API server) and which saves building one per minor.
-E2E_MATRIX     ?= main:$(KUBE_VERSION):$(KUBE_VERSION) main:v1.38.0-beta.0:$(KUBE_VERSION) \
+# API server) and which saves building one per minor. The main line's next
+# minor, 1.38, has no cell: its beta's kube-apiserver cannot be built from the
+# module proxy (k8s.io/apiextensions-api, a staging module new in 1.38 that
+# apiextensions-apiserver requires, is refused at every version).
+E2E_MATRIX     ?= main:$(KUBE_VERSION):$(KUBE_VERSION) \
 	k8s1.35:$(KUBE_VERSION_K8S135):$(KUBE_VERSION_K8S135) k8s1.35:v1.36.5:$(KUBE_VERSION_K8S135)
 
 .PHONY: e2e

@@ -45,7 +45,7 @@ import (
 )
 
 // The deployable manifests, rendered by kustomize itself: the version
-// kubectl v1.34 embeds (`kubectl apply -k`), taken from this module graph and
+// kubectl embeds (`kubectl apply -k`), taken from this module graph and
 // built once into the per-user tools cache (hack/cluster/tools.sh kustomize,
 // ~30 s). The unit tests in cmd/scheduler check the files; these check what
 // kustomize makes of them and what an API server says about it.

@@ -13,6 +13,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"golang.org/x/mod/modfile"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -184,8 +185,13 @@ func TestPlacementChart(t *testing.T) {
 		}
 		got := waitPhase(ctxNS(ctx), t, cs, p.Name, v1.PodSucceeded)
 		log := podLog(ctx, t, cs, placementNS, p.Name, false)
-		if !strings.Contains(log, "v1.34.") {
-			t.Errorf("--version printed %q, want Kubernetes v1.34.x", log)
+		if !strings.Contains(log, "Kubernetes v1.35.") {
+			t.Errorf("--version printed %q, want Kubernetes v1.35.x", log)
+		}
+		// make image refuses a binary of another toolchain; this is what the
+		// image that ran says.
+		if !strings.Contains(log, ", "+goToolchain(t)+")") {
+			t.Errorf("--version printed %q, want the Go toolchain go.mod names (%s)", log, goToolchain(t))
 		}
 		rows = append(rows, row{p.Name, "archfilter-scheduler:…-k8s1.35", "linux/amd64", "(pinned)", got.Spec.NodeName, nodeArch(ctx, cs, got.Spec.NodeName),
 			"Completed, --version: " + strings.ReplaceAll(log, "\n", "; ")})
@@ -552,4 +558,22 @@ func printPlacementTable(t *testing.T, e env, rows []row) {
 	if err := os.WriteFile(filepath.Join(e.outDir, "placement-outcome.txt"), []byte(b.String()), 0o644); err != nil {
 		t.Error(err)
 	}
+}
+
+// goToolchain is go.mod's toolchain line: the Go every image's binaries are
+// built with.
+func goToolchain(t *testing.T) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(framework.RepoRoot(), "go.mod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mod, err := modfile.Parse("go.mod", data, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mod.Toolchain == nil {
+		t.Fatal("go.mod has no toolchain line")
+	}
+	return mod.Toolchain.Name
 }

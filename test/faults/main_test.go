@@ -15,8 +15,8 @@
 // a cluster the tests skip, so `go test ./...` passes on a bare machine; a
 // fault this machine cannot inject is reported as not run, never as passed.
 //
-// The suite runs the main line only (its bursts use the 1.36 gang API), hence
-// the build constraint.
+// The suite runs the main line only (its bursts use 1.37's gang API,
+// scheduling.k8s.io/v1beta1 PodGroups), hence the build constraint.
 package faults
 
 import (

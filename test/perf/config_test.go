@@ -3,6 +3,7 @@
 package perf
 
 import (
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/archfilter/archfilter/apis/config"
 	"github.com/archfilter/archfilter/pkg/plugins/archfilter"
+	"github.com/archfilter/archfilter/test/perf/benchreport"
 )
 
 // TestConfig checks the workloads without running them: every scale has every test
@@ -223,4 +225,93 @@ func caseNames(t *testing.T, path string) []string {
 		names = append(names, c.Name)
 	}
 	return names
+}
+
+// TestUpstreamWorkloadsAreUpstreams: the Upstream_* test cases run upstream's own
+// workloads as Kubernetes 1.37's scheduler_perf configuration (in the module cache)
+// defines them: every workload named as one of upstream's has upstream's sizes, the
+// full scale is a workload upstream labels "performance", and the thresholds the
+// report shows (benchreport.UpstreamThresholds) are upstream's.
+func TestUpstreamWorkloadsAreUpstreams(t *testing.T) {
+	type upstreamWorkload struct {
+		Name      string
+		Labels    []string
+		Threshold float64
+		Params    map[string]int
+	}
+	upstream := map[string]map[string]upstreamWorkload{} // test case -> workload name -> workload
+	files, err := filepath.Glob(filepath.Join(filepath.Dir(upstreamTemplates(t)), "*", "performance-config.yaml"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("scheduler_perf's configuration files: %v (%d found)", err, len(files))
+	}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var cases []struct {
+			Name      string
+			Workloads []upstreamWorkload
+		}
+		if err := yaml.Unmarshal(data, &cases); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		for _, tc := range cases {
+			if upstream[tc.Name] == nil {
+				upstream[tc.Name] = map[string]upstreamWorkload{}
+			}
+			for _, w := range tc.Workloads {
+				upstream[tc.Name][w.Name] = w
+			}
+		}
+	}
+	data, err := os.ReadFile("config/performance-config.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ours []struct {
+		Name      string
+		Workloads []upstreamWorkload
+	}
+	if err := yaml.Unmarshal(data, &ours); err != nil {
+		t.Fatal(err)
+	}
+	thresholds := map[string]float64{}
+	var checked int
+	for _, tc := range ours {
+		name, ok := strings.CutPrefix(tc.Name, "Upstream_")
+		if !ok {
+			continue
+		}
+		name = strings.TrimSuffix(strings.TrimSuffix(name, "_Default"), "_ArchFilter")
+		theirs, ok := upstream[name]
+		if !ok {
+			t.Errorf("%s: upstream has no test case %s", tc.Name, name)
+			continue
+		}
+		for _, w := range tc.Workloads {
+			u, named := theirs[w.Name]
+			if slices.Contains(w.Labels, "full") {
+				if !named || !slices.Contains(u.Labels, "performance") {
+					t.Errorf("%s/%s: the full scale is not a workload upstream's 1.37 configuration labels performance", tc.Name, w.Name)
+				}
+			}
+			if !named {
+				continue
+			}
+			checked++
+			if !maps.Equal(u.Params, w.Params) {
+				t.Errorf("%s/%s: params %v, upstream's %v", tc.Name, w.Name, w.Params, u.Params)
+			}
+			if u.Threshold > 0 {
+				thresholds[name+"/"+w.Name] = u.Threshold
+			}
+		}
+	}
+	if checked < 10 {
+		t.Errorf("only %d workloads matched upstream's by name", checked)
+	}
+	if diff := cmp.Diff(thresholds, benchreport.UpstreamThresholds); diff != "" {
+		t.Errorf("benchreport.UpstreamThresholds (-upstream's,+report's):\n%s", diff)
+	}
 }

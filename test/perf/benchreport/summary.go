@@ -352,6 +352,18 @@ var upstreamCycleKinds = map[string]struct{ kind, what string }{
 	"PreemptionBasic":   {"preempt", "the same pods (Filter rejects every node, then DefaultPreemption)"},
 }
 
+// UpstreamThresholds are Kubernetes 1.37's scheduler_perf thresholds (pods/s: the
+// SchedulingThroughput average upstream's CI requires of the default profile, on its
+// machines) of the upstream workloads test/perf runs at those sizes, keyed
+// "TestCase/Workload". test/perf's TestUpstreamWorkloadsAreUpstreams pins them to
+// the configuration in the module cache.
+var UpstreamThresholds = map[string]float64{
+	"SchedulingBasic/5000Nodes_10000Pods":        680,
+	"SchedulingNodeAffinity/5000Nodes_10000Pods": 540,
+	"SchedulingPodAffinity/5000Nodes_5000Pods":   70,
+	"TopologySpreading/5000Nodes_5000Pods":       460,
+}
+
 // upstreamTarget is the no-regression bar for upstream's workloads: turning
 // ArchFilter on costs at most 5 % of their throughput.
 const upstreamTarget = 0.95
@@ -395,6 +407,10 @@ func upstreamRows(runs []*Run) []Row {
 			rw := ratioRow(r, section, c+" ("+w+")", b, s, upstreamTarget,
 				fmt.Sprintf("%s against %s pods/s (%d runs)", f0(ts), f0(tb), r.runs(s, throughput)))
 			rw.Run = run.ID
+			if threshold, ok := UpstreamThresholds[c+"/"+w]; ok && tb > 0 {
+				rw.Note += fmt.Sprintf(" Kubernetes 1.37's threshold for this workload, the default profile on upstream's machines: %s pods/s; "+
+					"the default profile here: %s pods/s (%s of it).", f0(threshold), f0(tb), f2(tb/threshold))
+			}
 			if rw.Status == Missed {
 				rw.Note += bindRateNote(r, b, s, upstreamTarget)
 			}

@@ -584,8 +584,9 @@ func checkDocs(t *testing.T, files []string, outputs map[string]string) {
 }
 
 // normalise replaces the registries' ports (each host by the order it first appears in)
-// and clock times, and collapses runs of spaces after a line's indentation: the columns
-// of a table move with the ports' widths.
+// and clock times, drops what only this flavour's kube-scheduler writes
+// (schedulerOnlyWording), and collapses runs of spaces after a line's indentation: the
+// columns of a table move with the ports' widths.
 func normalise(s string) []string {
 	hosts := map[string]string{}
 	s = hostRE.ReplaceAllStringFunc(s, func(h string) string {
@@ -595,6 +596,9 @@ func normalise(s string) []string {
 		return hosts[h]
 	})
 	s = clockRE.ReplaceAllString(s, "<time>")
+	for _, w := range schedulerOnlyWording {
+		s = strings.ReplaceAll(s, w, "")
+	}
 	var lines []string
 	for _, l := range strings.Split(s, "\n") {
 		// Recorded only when resolving took over 3 s, which a loaded machine

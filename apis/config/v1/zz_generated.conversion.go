@@ -207,8 +207,7 @@ func Convert_config_CacheArgs_To_v1_CacheArgs(in *config.CacheArgs, out *CacheAr
 }
 
 func autoConvert_v1_PlatformPreference_To_config_PlatformPreference(in *PlatformPreference, out *config.PlatformPreference, s conversion.Scope) error {
-	out.Platform = in.Platform
-	out.Weight = in.Weight
+	*out = *(*config.PlatformPreference)(unsafe.Pointer(in))
 	return nil
 }
 
@@ -218,8 +217,7 @@ func Convert_v1_PlatformPreference_To_config_PlatformPreference(in *PlatformPref
 }
 
 func autoConvert_config_PlatformPreference_To_v1_PlatformPreference(in *config.PlatformPreference, out *PlatformPreference, s conversion.Scope) error {
-	out.Platform = in.Platform
-	out.Weight = in.Weight
+	*out = *(*PlatformPreference)(unsafe.Pointer(in))
 	return nil
 }
 
@@ -229,10 +227,7 @@ func Convert_config_PlatformPreference_To_v1_PlatformPreference(in *config.Platf
 }
 
 func autoConvert_v1_RegistryConfig_To_config_RegistryConfig(in *RegistryConfig, out *config.RegistryConfig, s conversion.Scope) error {
-	out.Host = in.Host
-	out.Insecure = in.Insecure
-	out.CAFile = in.CAFile
-	out.Mirrors = *(*[]string)(unsafe.Pointer(&in.Mirrors))
+	*out = *(*config.RegistryConfig)(unsafe.Pointer(in))
 	return nil
 }
 
@@ -242,10 +237,7 @@ func Convert_v1_RegistryConfig_To_config_RegistryConfig(in *RegistryConfig, out 
 }
 
 func autoConvert_config_RegistryConfig_To_v1_RegistryConfig(in *config.RegistryConfig, out *RegistryConfig, s conversion.Scope) error {
-	out.Host = in.Host
-	out.Insecure = in.Insecure
-	out.CAFile = in.CAFile
-	out.Mirrors = *(*[]string)(unsafe.Pointer(&in.Mirrors))
+	*out = *(*RegistryConfig)(unsafe.Pointer(in))
 	return nil
 }
 
@@ -255,8 +247,7 @@ func Convert_config_RegistryConfig_To_v1_RegistryConfig(in *config.RegistryConfi
 }
 
 func autoConvert_v1_SecretReference_To_config_SecretReference(in *SecretReference, out *config.SecretReference, s conversion.Scope) error {
-	out.Namespace = in.Namespace
-	out.Name = in.Name
+	*out = *(*config.SecretReference)(unsafe.Pointer(in))
 	return nil
 }
 
@@ -266,8 +257,7 @@ func Convert_v1_SecretReference_To_config_SecretReference(in *SecretReference, o
 }
 
 func autoConvert_config_SecretReference_To_v1_SecretReference(in *config.SecretReference, out *SecretReference, s conversion.Scope) error {
-	out.Namespace = in.Namespace
-	out.Name = in.Name
+	*out = *(*SecretReference)(unsafe.Pointer(in))
 	return nil
 }
 

@@ -185,22 +185,24 @@ func Run(ctx context.Context, o *Options) error {
 	}
 
 	factory := informers.NewSharedInformerFactory(client, 0)
+	windowsNodes := controller.NewWindowsNodesFactory(client)
 	rc, err := registryclient.New(ctx, args, client, factory)
 	if err != nil {
 		return err
 	}
 	namespaces := namespaceLabels(ctx, client, factory, settings)
 	ctrl, err := controller.New(controller.Options{
-		Client:      client,
-		Informers:   factory,
-		Resolver:    rc.Resolver,
-		Credentials: rc.Credentials,
-		Recorder:    recorder,
-		Settings:    settings,
-		Namespaces:  namespaces,
-		By:          component + " " + version.Version,
-		MaxGated:    o.MaxGated,
-		Workers:     o.Workers,
+		Client:       client,
+		Informers:    factory,
+		WindowsNodes: windowsNodes.Core().V1().Nodes(),
+		Resolver:     rc.Resolver,
+		Credentials:  rc.Credentials,
+		Recorder:     recorder,
+		Settings:     settings,
+		Namespaces:   namespaces,
+		By:           component + " " + version.Version,
+		MaxGated:     o.MaxGated,
+		Workers:      o.Workers,
 	})
 	if err != nil {
 		return err
@@ -249,8 +251,10 @@ func Run(ctx context.Context, o *Options) error {
 		go func() { errc <- serve() }()
 		defer msrv.Close()
 	}
-	factory.Start(ctx.Done())
-	defer factory.Shutdown()
+	for _, f := range []informers.SharedInformerFactory{factory, windowsNodes} {
+		f.Start(ctx.Done())
+		defer f.Shutdown()
+	}
 	if o.LeaderElect {
 		go live.watchLease(ctx, client, o.Namespace, o.LeaseName, leaseDuration, leaseRetryPeriod)
 		released, err := o.runLeading(ctx, client, recorder, live.wrap(run), errc)

@@ -58,11 +58,16 @@ const (
 type Options struct {
 	Client kubernetes.Interface
 	// Informers is started by the caller after New, which registers the
-	// pods informer and one on the Windows nodes (nodes: list, watch) in it.
-	Informers   informers.SharedInformerFactory
-	Resolver    podimages.Resolver
-	Credentials podimages.Credentials
-	Recorder    record.EventRecorder
+	// pods informer in it.
+	Informers informers.SharedInformerFactory
+	// WindowsNodes is an informer on the Windows nodes only (nodes: list,
+	// watch), from a factory of its own (NewWindowsNodesFactory), also started
+	// by the caller. Not the shared factory's: a factory holds one informer
+	// per type, and the misplaced-pod watch needs every node from it.
+	WindowsNodes coreinformers.NodeInformer
+	Resolver     podimages.Resolver
+	Credentials  podimages.Credentials
+	Recorder     record.EventRecorder
 	// Settings are the plugin's rules (package decision) from the same
 	// ArchFilterArgs: scope, failurePolicy, maxWait, fallbackPlatforms,
 	// preferredPlatforms, run32BitImagesOn.
@@ -102,6 +107,9 @@ func New(opts Options) (*Controller, error) {
 	if opts.Settings == nil {
 		return nil, errors.New("no settings")
 	}
+	if opts.WindowsNodes == nil {
+		return nil, errors.New("no informer on the Windows nodes")
+	}
 	metrics.Register()
 	c := &Controller{
 		opts: opts,
@@ -110,10 +118,8 @@ func New(opts Options) (*Controller, error) {
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "archfilter-placement"}),
 	}
 	// The Windows nodes only (a label selector on the watch): their builds
-	// join the known ones in the windows-build expression. The informer is
-	// registered in opts.Informers, which the caller starts.
-	nodeInformer := opts.Informers.InformerFor(&v1.Node{}, newWindowsNodeInformer)
-	c.windows, c.windowsSync = corelisters.NewNodeLister(nodeInformer.GetIndexer()), nodeInformer.HasSynced
+	// join the known ones in the windows-build expression.
+	c.windows, c.windowsSync = opts.WindowsNodes.Lister(), opts.WindowsNodes.Informer().HasSynced
 	podInformer := opts.Informers.Core().V1().Pods()
 	c.pods = podInformer.Lister()
 	c.synced = podInformer.Informer().HasSynced
@@ -133,12 +139,13 @@ func New(opts Options) (*Controller, error) {
 	return c, nil
 }
 
-// newWindowsNodeInformer watches the nodes labelled kubernetes.io/os=windows,
-// so the cache holds a handful of nodes, not the cluster's.
-func newWindowsNodeInformer(client kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
-	return coreinformers.NewFilteredNodeInformer(client, resync, cache.Indexers{}, func(o *metav1.ListOptions) {
+// NewWindowsNodesFactory is a factory whose node informer watches only the
+// nodes labelled kubernetes.io/os=windows, so its cache holds a handful of
+// nodes, not the cluster's: Options.WindowsNodes is its Core().V1().Nodes().
+func NewWindowsNodesFactory(client kubernetes.Interface) informers.SharedInformerFactory {
+	return informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
 		o.LabelSelector = labels.Set{v1.LabelOSStable: "windows"}.String()
-	})
+	}))
 }
 
 // windowsHostBuilds returns the node.kubernetes.io/windows-build values of the

@@ -116,9 +116,10 @@ func TestSyncOutcomes(t *testing.T) {
 			}
 			client := fake.NewClientset(pod)
 			factory := informers.NewSharedInformerFactory(client, 0)
+			windows := NewWindowsNodesFactory(client)
 			recorder := record.NewFakeRecorder(10)
 			c, err := New(Options{
-				Client: client, Informers: factory, Recorder: recorder, Credentials: noCredentials{},
+				Client: client, Informers: factory, WindowsNodes: windows.Core().V1().Nodes(), Recorder: recorder, Credentials: noCredentials{},
 				Resolver: answers{"arm": mustList(t, "linux/arm64"), "armv7": mustList(t, "linux/arm/v7"), "amd": mustList(t, "linux/amd64"), "multi": mustList(t, "linux/amd64,linux/s390x")},
 				Settings: settings(t, &config.ArchFilterArgs{
 					FailurePolicy: tc.policy, FallbackPlatforms: tc.fallback,
@@ -131,8 +132,10 @@ func TestSyncOutcomes(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			factory.Start(ctx.Done())
-			factory.WaitForCacheSync(ctx.Done())
+			for _, f := range []informers.SharedInformerFactory{factory, windows} {
+				f.Start(ctx.Done())
+				f.WaitForCacheSync(ctx.Done())
+			}
 			written := counter(t, metrics.AffinityWritten)
 			failOpen := counter(t, metrics.FailOpen.WithLabelValues(cmpOr(tc.wantFailOpen, "resolve_failed")))
 			retry, err := c.sync(ctx, "ns/p")
@@ -264,8 +267,9 @@ func TestWindowsBuilds(t *testing.T) {
 			}
 			client := fake.NewClientset(append([]runtime.Object{pod}, tc.nodes...)...)
 			factory := informers.NewSharedInformerFactory(client, 0)
+			windows := NewWindowsNodesFactory(client)
 			c, err := New(Options{
-				Client: client, Informers: factory, Credentials: noCredentials{},
+				Client: client, Informers: factory, WindowsNodes: windows.Core().V1().Nodes(), Credentials: noCredentials{},
 				Resolver: answers{"win": tc.image},
 				Settings: settings(t, &config.ArchFilterArgs{FailurePolicy: config.FailurePolicyIgnore, MaxWait: metav1.Duration{Duration: time.Second}}),
 				MaxGated: time.Minute,
@@ -274,8 +278,10 @@ func TestWindowsBuilds(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			factory.Start(ctx.Done())
-			factory.WaitForCacheSync(ctx.Done())
+			for _, f := range []informers.SharedInformerFactory{factory, windows} {
+				f.Start(ctx.Done())
+				f.WaitForCacheSync(ctx.Done())
+			}
 			if _, err := c.sync(ctx, "ns/p"); err != nil {
 				t.Fatal(err)
 			}

@@ -65,18 +65,21 @@ func TestMalformedPullSecretNeverLogged(t *testing.T) {
 		t.Fatal(err)
 	}
 	factory := informers.NewSharedInformerFactory(client, 0)
+	windows := NewWindowsNodesFactory(client)
 	recorder := record.NewFakeRecorder(10)
 	res := &refusing{}
 	c, err := New(Options{
-		Client: client, Informers: factory, Recorder: recorder, Credentials: store, Resolver: res,
+		Client: client, Informers: factory, WindowsNodes: windows.Core().V1().Nodes(), Recorder: recorder, Credentials: store, Resolver: res,
 		Settings: settings(t, &config.ArchFilterArgs{FailurePolicy: config.FailurePolicyIgnore, MaxWait: metav1.Duration{Duration: time.Second}}),
 		By:       "test", MaxGated: time.Minute,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	factory.Start(ctx.Done())
-	factory.WaitForCacheSync(ctx.Done())
+	for _, f := range []informers.SharedInformerFactory{factory, windows} {
+		f.Start(ctx.Done())
+		f.WaitForCacheSync(ctx.Done())
+	}
 	if _, err := c.sync(ctx, "ns/p"); err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package schedulercmd
 
 import (
+	"io"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -52,6 +53,73 @@ profiles:
 			config: profile(both, "archTaintToleration: true"),
 			want:   []string{"profiles[0] (schedulerName archfilter-scheduler): TaintToleration and ArchAwareTaintToleration are both Filter plugins"},
 		},
+		// ArchFilter's PreFilter, Filter and Reserve go together.
+		{name: "multiPoint", config: profile(plain, "")},
+		{
+			name: "listed one by one with reserve",
+			config: profile(`
+    preEnqueue: {enabled: [{name: ArchFilter}]}
+    preFilter: {enabled: [{name: ArchFilter}]}
+    filter: {enabled: [{name: ArchFilter}]}
+    reserve: {enabled: [{name: ArchFilter}]}`, ""),
+		},
+		{
+			name: "listed one by one without reserve",
+			config: profile(`
+    preFilter: {enabled: [{name: ArchFilter}]}
+    filter: {enabled: [{name: ArchFilter}]}
+    score: {enabled: [{name: ArchFilter}]}`, ""),
+			want: []string{"profiles[0] (schedulerName archfilter-scheduler): ArchFilter is enabled at PreFilter, whose Skip of Filter relies on its Reserve check, but not at Reserve",
+				"enable it at reserve (plugins.reserve.enabled), or under plugins.multiPoint.enabled"},
+		},
+		{
+			name: "disabled at reserve",
+			config: profile(plain+`
+    reserve: {disabled: [{name: ArchFilter}]}`, ""),
+			want: []string{"profiles[0] (schedulerName archfilter-scheduler): ArchFilter is enabled at PreFilter, whose Skip of Filter relies on its Reserve check, but not at Reserve",
+				"remove ArchFilter from plugins.reserve.disabled"},
+		},
+		{
+			name: "every multiPoint plugin disabled at reserve",
+			config: profile(plain+`
+    reserve: {disabled: [{name: "*"}]}`, ""),
+			want: []string{"but not at Reserve", `plugins.reserve.disabled has "*"`, "list ArchFilter under plugins.reserve.enabled"},
+		},
+		{
+			name: "every multiPoint plugin disabled at reserve, ArchFilter listed there",
+			config: profile(plain+`
+    reserve: {enabled: [{name: ArchFilter}], disabled: [{name: "*"}]}`, ""),
+		},
+		{
+			name: "disabled at filter",
+			config: profile(plain+`
+    filter: {disabled: [{name: ArchFilter}]}`, ""),
+			want: []string{"profiles[0] (schedulerName archfilter-scheduler): ArchFilter is enabled at PreFilter but not at Filter",
+				"remove ArchFilter from plugins.filter.disabled, or disable it at preFilter too"},
+		},
+		{
+			name: "disabled at preFilter",
+			config: profile(plain+`
+    preFilter: {disabled: [{name: ArchFilter}]}`, ""),
+			want: []string{"profiles[0] (schedulerName archfilter-scheduler): ArchFilter is enabled at Filter but not at PreFilter", "every Filter call would fail",
+				"remove ArchFilter from plugins.preFilter.disabled"},
+		},
+		{
+			name: "holding and scoring only",
+			config: profile(plain+`
+    preFilter: {disabled: [{name: ArchFilter}]}
+    filter: {disabled: [{name: ArchFilter}]}
+    reserve: {disabled: [{name: ArchFilter}]}`, ""),
+		},
+		{
+			name: "the second profile is named",
+			config: profile(plain, "") + `- schedulerName: second
+  plugins:
+    preFilter: {enabled: [{name: ArchFilter}]}
+    filter: {enabled: [{name: ArchFilter}]}
+`,
+			want: []string{"profiles[1] (schedulerName second): ArchFilter is enabled at PreFilter, whose Skip of Filter relies on its Reserve check, but not at Reserve"},
+		},
 		{name: "all-args.yaml", file: "all-args.yaml"},
 		{name: "secondary-scheduler.yaml", file: "secondary-scheduler.yaml"},
 		{name: "default-scheduler.yaml", file: "default-scheduler.yaml"},
@@ -81,5 +149,29 @@ profiles:
 				}
 			}
 		})
+	}
+}
+
+// The command stops before kube-scheduler starts, with the profile and the
+// missing extension point named (no API server is needed to get there).
+func TestCommandRefusesUnsafeProfile(t *testing.T) {
+	config := writeFile(t, t.TempDir(), "config.yaml", `apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+clientConnection: {kubeconfig: /nonexistent}
+leaderElection: {leaderElect: false}
+profiles:
+- schedulerName: archfilter
+  plugins:
+    multiPoint: {enabled: [{name: ArchFilter}]}
+    reserve: {disabled: [{name: ArchFilter}]}
+`)
+	cmd := New(ArchFilterPlugins()...)
+	cmd.SetArgs([]string{"--config", config})
+	cmd.SetOut(io.Discard)
+	cmd.SetErr(io.Discard)
+	err := cmd.Execute()
+	want := "profiles[0] (schedulerName archfilter): ArchFilter is enabled at PreFilter, whose Skip of Filter relies on its Reserve check, but not at Reserve"
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("got %v, want an error containing %q", err, want)
 	}
 }

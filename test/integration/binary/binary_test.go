@@ -158,6 +158,37 @@ func TestInvalidArgsStopStartup(t *testing.T) {
 	}
 }
 
+// TestUnsafeProfileStopsStartup: a profile enabling ArchFilter's PreFilter
+// (which may skip its Filter) without its Reserve (which makes the skip safe)
+// stops the scheduler at start, naming the profile and the extension point.
+func TestUnsafeProfileStopsStartup(t *testing.T) {
+	kubeconfig := filepath.Join(filepath.Dir(writeConfig(t, "{}")), "kubeconfig")
+	config := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(config, []byte(fmt.Sprintf(`apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+clientConnection: {kubeconfig: %q}
+leaderElection: {leaderElect: false}
+profiles:
+- schedulerName: archfilter-scheduler
+  plugins:
+    preEnqueue: {enabled: [{name: ArchFilter}]}
+    preFilter: {enabled: [{name: ArchFilter}]}
+    filter: {enabled: [{name: ArchFilter}]}
+`, kubeconfig)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := run(t, "--config", config, "--secure-port=0")
+	var exitErr *exec.ExitError
+	if !errors.As(err, &exitErr) {
+		t.Fatalf("scheduler did not exit with an error (err=%v):\n%s", err, out)
+	}
+	for _, w := range []string{"profiles[0] (schedulerName archfilter-scheduler)", "ArchFilter is enabled at PreFilter", "but not at Reserve", "plugins.reserve.enabled"} {
+		if !strings.Contains(out, w) {
+			t.Errorf("output does not mention %s:\n%s", w, out)
+		}
+	}
+}
+
 // TestJSONLogging starts the scheduler with --logging-format=json and checks
 // that what it logs while trying to reach its API server is JSON.
 func TestJSONLogging(t *testing.T) {

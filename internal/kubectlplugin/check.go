@@ -64,6 +64,7 @@ type checkOptions struct {
 	output       string
 	reg          registryFlags
 	dec          decisionFlags
+	configs      configFlags
 	deep         deepFlags
 }
 
@@ -87,14 +88,17 @@ kubeconfig. Other known kinds are skipped.
 
 An image pinned by the digest of one platform's manifest, where a tag of its
 repository names an index of several platforms that lists it, is warned about: the
-pod runs on that one platform only. With --deep, each platform's executable is read
-from the image's layers and its header compared with the platform the manifest claims.
+pod runs on that one platform only. Each platform an image's index lists has its
+config read and compared with what the index claims (--check-config=false skips it).
+With --deep, each platform's executable is read from the image's layers and its header
+compared with the platform the manifest claims.
 
-Exit status: 2 when a file or document could not be read (unknown kind, malformed) or
-an image could not be resolved (each is named, the other workloads are still checked),
-or --deep could not read an image's executable, else 1 when a workload's images share
-no platform, a workload cannot run on one of --platforms, or --deep finds a binary that
-contradicts its manifest or an entrypoint missing from the image; 0 otherwise.`,
+Exit status: 2 when a file or document could not be read (unknown kind, malformed), an
+image could not be resolved (each is named, the other workloads are still checked), a
+platform's config could not be read, or --deep could not read an image's executable,
+else 1 when a workload's images share no platform, a workload cannot run on one of
+--platforms, a platform's config contradicts its index entry, or --deep finds a binary
+that contradicts its manifest or an entrypoint missing from the image; 0 otherwise.`,
 		Example: `  helm template ./chart | kubectl archfilter check -f - --platforms linux/amd64,linux/arm64
   kubectl archfilter check -f manifests/ --emit-affinity`,
 		Args: cobra.NoArgs,
@@ -107,6 +111,7 @@ contradicts its manifest or an entrypoint missing from the image; 0 otherwise.`,
 	cmd.Flags().BoolVar(&o.emitAffinity, "emit-affinity", false, "print the node affinity that pins each workload to its platforms")
 	o.reg.add(cmd)
 	o.dec.add(cmd)
+	o.configs.add(cmd)
 	o.deep.add(cmd)
 	addOutputFlag(cmd, &o.output, outputTable, outputJSON, outputYAML)
 	_ = cmd.MarkFlagRequired("filename")
@@ -164,18 +169,22 @@ func (o *checkOptions) run(ctx context.Context, kube *genericclioptions.ConfigFl
 			failed++
 		}
 	}
-	found := checkFindings(ctx, s, workloads, views, o.deep)
+	found := checkFindings(ctx, s, workloads, views, o.configs, o.deep)
 	if err := printWorkloads(streams, outputFormat(o.output), views, o.emitAffinity, found); err != nil {
 		return err
 	}
 	binFailed, binUnanswered := found.status()
-	failed += binFailed
+	cfgFailed, cfgUnanswered := configStatus(found.Configs)
+	failed += binFailed + cfgFailed
 	var unanswered []string
 	if len(inputErrs) > 0 {
 		unanswered = append(unanswered, fmt.Sprintf("%d documents could not be read", len(inputErrs)))
 	}
 	if unresolved > 0 {
 		unanswered = append(unanswered, fmt.Sprintf("%d of %d workloads have images that could not be resolved", unresolved, len(views)))
+	}
+	if cfgUnanswered > 0 {
+		unanswered = append(unanswered, fmt.Sprintf("%d config checks could not be answered", cfgUnanswered))
 	}
 	if binUnanswered > 0 {
 		unanswered = append(unanswered, fmt.Sprintf("%d binary checks could not be answered", binUnanswered))
@@ -184,7 +193,7 @@ func (o *checkOptions) run(ctx context.Context, kube *genericclioptions.ConfigFl
 	case len(unanswered) > 0:
 		return &ExitError{Code: ExitInputError, Msg: strings.Join(unanswered, "; ")}
 	case failed > 0:
-		return &ExitError{Code: ExitFailed, Msg: checkFailedMessage(failed-binFailed, len(views), binFailed)}
+		return &ExitError{Code: ExitFailed, Msg: checkFailedMessage(failed-binFailed-cfgFailed, len(views), cfgFailed, binFailed)}
 	}
 	return nil
 }

@@ -12,18 +12,22 @@ import (
 	"github.com/archfilter/archfilter/pkg/resolver"
 )
 
-// findings are what check adds to its workloads: binaries that contradict their
-// manifest (--deep) and digests that narrow an image to one platform. Each list is a
-// top-level key of -o json and yaml, beside "workloads".
+// findings are what check adds to its workloads: configs that contradict their index,
+// binaries that contradict their manifest (--deep) and digests that narrow an image to
+// one platform. Each list is a top-level key of -o json and yaml, beside "workloads".
 type findings struct {
+	Configs   []configCheck   `json:"configs,omitempty"`
 	Binaries  []binaryCheck   `json:"binaries,omitempty"`
 	Narrowing []narrowingView `json:"narrowing,omitempty"`
 }
 
 // checkFindings looks for what check reports beside its workloads: narrowing digests
-// always, binaries with --deep.
-func checkFindings(ctx context.Context, s *session, workloads []workload, views []workloadView, deep deepFlags) findings {
+// always, configs unless --check-config=false, binaries with --deep.
+func checkFindings(ctx context.Context, s *session, workloads []workload, views []workloadView, configs configFlags, deep deepFlags) findings {
 	f := findings{Narrowing: narrowingOf(ctx, s, workloads, views)}
+	if configs.enabled {
+		f.Configs = configCheckWorkloads(ctx, s, workloads, views)
+	}
 	if deep.enabled {
 		f.Binaries = deepCheckWorkloads(ctx, s, workloads, views, deep.limit)
 	}
@@ -31,11 +35,14 @@ func checkFindings(ctx context.Context, s *session, workloads []workload, views 
 }
 
 // checkFailedMessage is check's last line when it fails: the workloads that cannot
-// run, and the binary checks that failed.
-func checkFailedMessage(workloads, of, binaries int) string {
+// run, the configs that contradict their index and the binary checks that failed.
+func checkFailedMessage(workloads, of, configs, binaries int) string {
 	var parts []string
 	if workloads > 0 {
 		parts = append(parts, fmt.Sprintf("%d of %d workloads failed the check", workloads, of))
+	}
+	if configs > 0 {
+		parts = append(parts, fmt.Sprintf("%d platform configs contradict their index", configs))
 	}
 	if binaries > 0 {
 		parts = append(parts, fmt.Sprintf("%d binary checks failed", binaries))
@@ -45,6 +52,9 @@ func checkFailedMessage(workloads, of, binaries int) string {
 
 // addTo puts the findings in a structured document.
 func (f findings) addTo(doc map[string]any) {
+	if f.Configs != nil {
+		doc["configs"] = f.Configs
+	}
 	if f.Binaries != nil {
 		doc["binaries"] = f.Binaries
 	}
@@ -55,6 +65,9 @@ func (f findings) addTo(doc map[string]any) {
 
 // printTables prints the findings after check's table.
 func (f findings) printTables(w io.Writer) error {
+	if err := printConfigs(w, f.Configs, true); err != nil {
+		return err
+	}
 	if len(f.Binaries) > 0 {
 		writeLine(w, "")
 		if err := printBinaries(w, f.Binaries, true); err != nil {
@@ -68,8 +81,9 @@ func (f findings) printTables(w io.Writer) error {
 	return nil
 }
 
-// status counts the findings that fail the check (exit status 1) and those that leave
-// it unanswered (2). Narrowing is a warning and counts for neither.
+// status counts the binary checks that fail the check (exit status 1) and those that
+// leave it unanswered (2); configStatus counts the config checks. Narrowing is a
+// warning and counts for neither.
 func (f findings) status() (failed, unanswered int) {
 	for _, b := range f.Binaries {
 		switch {
@@ -176,18 +190,34 @@ func printImageBinaries(w io.Writer, views []imageView) error {
 	return printBinaries(w, all, false)
 }
 
-// imageBinariesStatus is inspect --deep's exit status once every image resolved.
-func imageBinariesStatus(views []imageView) error {
+// imageFindingsStatus is inspect's exit status, from its config checks and --deep's
+// binary checks, once every image resolved.
+func imageFindingsStatus(views []imageView) error {
 	var all findings
 	for _, v := range views {
+		all.Configs = append(all.Configs, v.Configs...)
 		all.Binaries = append(all.Binaries, v.Binaries...)
 	}
-	failed, unanswered := all.status()
+	cfgFailed, cfgUnanswered := configStatus(all.Configs)
+	binFailed, binUnanswered := all.status()
+	var unanswered, failed []string
+	if cfgUnanswered > 0 {
+		unanswered = append(unanswered, fmt.Sprintf("%d config checks could not be answered", cfgUnanswered))
+	}
+	if binUnanswered > 0 {
+		unanswered = append(unanswered, fmt.Sprintf("%d binary checks could not be answered", binUnanswered))
+	}
+	if cfgFailed > 0 {
+		failed = append(failed, fmt.Sprintf("%d platform configs contradict their index", cfgFailed))
+	}
+	if binFailed > 0 {
+		failed = append(failed, fmt.Sprintf("%d binary checks failed", binFailed))
+	}
 	switch {
-	case unanswered > 0:
-		return &ExitError{Code: ExitInputError, Msg: fmt.Sprintf("%d binary checks could not be answered", unanswered)}
-	case failed > 0:
-		return &ExitError{Code: ExitFailed, Msg: fmt.Sprintf("%d binary checks failed", failed)}
+	case len(unanswered) > 0:
+		return &ExitError{Code: ExitInputError, Msg: strings.Join(unanswered, "; ")}
+	case len(failed) > 0:
+		return &ExitError{Code: ExitFailed, Msg: strings.Join(failed, "; ")}
 	}
 	return nil
 }

@@ -28,6 +28,8 @@ type imageView struct {
 	Error     string         `json:"error,omitempty"`
 	// Binaries are --deep's checks, one per platform.
 	Binaries []binaryCheck `json:"binaries,omitempty"`
+	// Configs are the config checks, one per platform an index claims.
+	Configs []configCheck `json:"configs,omitempty"`
 }
 
 // manifestView is one entry of an image's manifest tree.
@@ -43,9 +45,10 @@ type manifestView struct {
 
 func newInspectCommand(kube *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
 	var (
-		reg    registryFlags
-		deep   deepFlags
-		output string
+		reg     registryFlags
+		deep    deepFlags
+		configs configFlags
+		output  string
 	)
 	cmd := &cobra.Command{
 		Use:   "inspect IMAGE...",
@@ -56,14 +59,21 @@ Attestation manifests (unknown/unknown entries of an index, e.g. buildx provenan
 and OCI artifacts are listed as such: they are not platforms, and an image that is
 only an artifact or data (a Helm chart, a wasm module) runs "any"where.
 
+Each platform an index lists has its config read (its manifest, then its config blob)
+and the config's os/architecture/variant compared with what the index claims:
+containerd 2.2 does not unpack an entry whose config names another architecture.
+Only the checks that fail or could not be answered are printed in the table; -o json
+and yaml carry them all. --check-config=false reads the index only.
+
 With --deep, each platform's executable (the entrypoint, found through PATH, and a
 script's interpreter) is read from the image's layers and its header (ELF, PE,
 Mach-O) compared with the platform the manifest claims.
 
 Exit status: 2 when an image could not be resolved (its error is printed, the other
-images are still listed) or --deep could not read an executable; else 1 when --deep
-finds a binary that contradicts its manifest or an entrypoint missing from the image;
-0 otherwise.`,
+images are still listed), a platform's config could not be read (over the size limit,
+refused by the registry) or --deep could not read an executable; else 1 when a config
+contradicts its index entry, or --deep finds a binary that contradicts its manifest or
+an entrypoint missing from the image; 0 otherwise.`,
 		Example: `  kubectl archfilter inspect nginx:1.27 registry.example.com/app:v1
   kubectl archfilter inspect --insecure-registry localhost:5000 localhost:5000/app:dev -o json`,
 		Args: cobra.MinimumNArgs(1),
@@ -82,9 +92,16 @@ finds a binary that contradicts its manifest or an entrypoint missing from the i
 				writeLine(streams.ErrOut, "warning: credentials: %s", p)
 			}
 			views := concurrently(args, func(image string) imageView {
-				v := describeImage(cmd.Context(), s, image)
-				if deep.enabled && v.Error == "" {
-					v.Binaries = checkBinaries(cmd.Context(), s, resolver.Request{Image: image, Credentials: s.credentials}, containerCommand{}, deep.limit)
+				req := resolver.Request{Image: image, Credentials: s.credentials}
+				v, d := describeImage(cmd.Context(), s, image)
+				if v.Error != "" {
+					return v
+				}
+				if configs.enabled {
+					v.Configs = checkConfigs(cmd.Context(), s, req, d)
+				}
+				if deep.enabled {
+					v.Binaries = checkBinaries(cmd.Context(), s, req, containerCommand{}, deep.limit)
 				}
 				return v
 			})
@@ -92,6 +109,7 @@ finds a binary that contradicts its manifest or an entrypoint missing from the i
 		},
 	}
 	reg.add(cmd)
+	configs.add(cmd)
 	deep.add(cmd)
 	addOutputFlag(cmd, &output, outputTable, outputJSON, outputYAML)
 	return cmd
@@ -124,10 +142,11 @@ func concurrently[I, T any](items []I, fn func(I) T) []T {
 	return out
 }
 
-func describeImage(ctx context.Context, s *session, image string) imageView {
+// describeImage is the view of image, and the description it was made from.
+func describeImage(ctx context.Context, s *session, image string) (imageView, resolver.Description) {
 	d, err := s.describe(ctx, image)
 	if err != nil {
-		return imageView{Image: image, Error: err.Error()}
+		return imageView{Image: image, Error: err.Error()}, d
 	}
 	v := imageView{Image: image, Digest: d.Digest, setView: viewOf(d.Platforms)}
 	for _, m := range d.Manifests {
@@ -138,7 +157,7 @@ func describeImage(ctx context.Context, s *session, image string) imageView {
 		}
 		v.Manifests = append(v.Manifests, mv)
 	}
-	return v
+	return v, d
 }
 
 func printImages(streams genericiooptions.IOStreams, format outputFormat, views []imageView) error {
@@ -180,6 +199,13 @@ func printImages(streams genericiooptions.IOStreams, format outputFormat, views 
 		if err := tw.Flush(); err != nil {
 			return err
 		}
+		var configs []configCheck
+		for _, v := range views {
+			configs = append(configs, v.Configs...)
+		}
+		if err := printConfigs(streams.Out, configs, false); err != nil {
+			return err
+		}
 		if err := printImageBinaries(streams.Out, views); err != nil {
 			return err
 		}
@@ -189,5 +215,5 @@ func printImages(streams genericiooptions.IOStreams, format outputFormat, views 
 	if failed > 0 {
 		return &ExitError{Code: ExitInputError, Msg: fmt.Sprintf("%d of %d images could not be resolved", failed, len(views))}
 	}
-	return imageBinariesStatus(views)
+	return imageFindingsStatus(views)
 }

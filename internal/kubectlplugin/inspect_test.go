@@ -44,6 +44,22 @@ func TestInspect(t *testing.T) {
 	if len(got.Images) != 5 {
 		t.Fatalf("got %d images, want 5: %s", len(got.Images), stdout)
 	}
+	// Every platform an index claims has its config checked (configcheck_test.go
+	// covers what they find); a single image's platform is its config's.
+	var configs []string
+	for i := range got.Images {
+		for _, c := range got.Images[i].Configs {
+			configs = append(configs, c.Image+" "+c.Platform+" "+c.Result)
+		}
+		got.Images[i].Configs = nil
+	}
+	wantConfigs := []string{
+		fx.multiRef + " linux/amd64 ok", fx.multiRef + " linux/arm64 ok",
+		fx.att.Ref + " linux/amd64 ok", fx.att.Ref + " linux/arm64 ok",
+	}
+	if diff := cmp.Diff(wantConfigs, configs); diff != "" {
+		t.Errorf("config checks (-want,+got):\n%s", diff)
+	}
 	att := got.Images[2].Manifests
 	got.Images[2].Manifests = nil
 	if diff := cmp.Diff(want, got.Images[:4], cmp.AllowUnexported(imageView{})); diff != "" {

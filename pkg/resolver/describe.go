@@ -31,6 +31,10 @@ type Manifest struct {
 	ArtifactType string `json:"artifactType,omitempty"`
 	// Refers is the digest of the entry an attestation describes.
 	Refers string `json:"refers,omitempty"`
+	// FromIndex: Platform is what an index entry claims, believed without reading the
+	// entry's config (which may say otherwise). False when Platform was read from the
+	// config itself: a single-platform image, or an index entry that names no platform.
+	FromIndex bool `json:"fromIndex,omitempty"`
 }
 
 // Description is what Describe learned about an image: Resolve's answer and every entry

@@ -20,7 +20,10 @@ func TestDescribe(t *testing.T) {
 	helm := f.Artifact("helm:v1", registrytest.ArtifactHelm)
 	nested := f.Nested("nested:v1", []string{"linux/amd64"}, []string{"linux/arm/v7"})
 
-	type entry struct{ Kind, Digest, Platform, Refers string }
+	type entry struct {
+		Kind, Digest, Platform, Refers string
+		FromIndex                      bool
+	}
 	summary := func(d Description) []entry {
 		var out []entry
 		for _, e := range d.Manifests {
@@ -28,7 +31,7 @@ func TestDescribe(t *testing.T) {
 			if e.Kind == ManifestImage {
 				p = e.Platform.String()
 			}
-			out = append(out, entry{string(e.Kind), e.Digest, p, e.Refers})
+			out = append(out, entry{string(e.Kind), e.Digest, p, e.Refers, e.FromIndex})
 		}
 		return out
 	}
@@ -40,11 +43,12 @@ func TestDescribe(t *testing.T) {
 		want  []entry
 	}{
 		{"attested index", attested, nil},
-		{"single image", single, []entry{{"image", single.Digest, "linux/s390x", ""}}},
-		{"helm chart", helm, []entry{{"artifact", helm.Digest, "", ""}}},
+		// The platform of a single image is its config's.
+		{"single image", single, []entry{{"image", single.Digest, "linux/s390x", "", false}}},
+		{"helm chart", helm, []entry{{"artifact", helm.Digest, "", "", false}}},
 		{"nested index", nested, []entry{
-			{"image", child(nested, 0), "linux/amd64", ""},
-			{"image", child(nested, 1), "linux/arm/v7", ""},
+			{"image", child(nested, 0), "linux/amd64", "", true},
+			{"image", child(nested, 1), "linux/arm/v7", "", true},
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -59,9 +63,9 @@ func TestDescribe(t *testing.T) {
 			if tc.want == nil {
 				// Each image entry followed by its attestation, which refers to it.
 				for i, c := range tc.image.Children {
-					tc.want = append(tc.want, entry{"image", c.Digest, c.Platform, ""})
+					tc.want = append(tc.want, entry{"image", c.Digest, c.Platform, "", true})
 					if len(got) > 2*i+1 {
-						tc.want = append(tc.want, entry{"attestation", got[2*i+1].Digest, "", c.Digest})
+						tc.want = append(tc.want, entry{"attestation", got[2*i+1].Digest, "", c.Digest, false})
 					}
 				}
 				if len(got) != 4 {

@@ -131,7 +131,7 @@ func (w *walk) index(ctx context.Context, digest string, wm *wireManifest, depth
 			w.collector.add(Manifest{Kind: ManifestAttestation, Digest: d.Digest, Refers: d.Annotations[referenceDigestAnnotation]})
 		case d.Platform != nil && d.Platform.OS != "" && d.Platform.Architecture != "":
 			out.platforms = append(out.platforms, d.Platform.platform())
-			w.collector.add(Manifest{Kind: ManifestImage, Digest: d.Digest, Platform: d.Platform.platform()})
+			w.collector.add(Manifest{Kind: ManifestImage, Digest: d.Digest, Platform: d.Platform.platform(), FromIndex: true})
 		case kindOfMediaType(d.MediaType) == kindIndex:
 			sub, err := w.child(ctx, d.Digest, depth+1)
 			if err != nil {

@@ -81,7 +81,7 @@ func NewCommand() *cobra.Command {
 	o := NewOptions()
 	cmd := &cobra.Command{
 		Use:          "archfilter-placement",
-		Short:        "ArchFilter's placement mode: gate new pods, write the node affinity their images need, ungate them",
+		Short:        "ArchFilter's placement mode: gate new pods, write the node affinity their images need, ungate them; or (--mode=heal) only find and evict bound pods on nodes that cannot run them",
 		SilenceUsage: true,
 		Args:         cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -110,7 +110,8 @@ func terminationContext(ctx context.Context) (context.Context, context.CancelFun
 }
 
 // Run runs the webhook and controller (or, with --remove-gates, the
-// uninstall) until ctx is done.
+// uninstall; with --mode=heal, the watch on bound pods alone) until ctx is
+// done.
 func Run(ctx context.Context, o *Options) error {
 	logger := klog.FromContext(ctx)
 	if err := o.Validate(); err != nil {
@@ -150,6 +151,9 @@ func Run(ctx context.Context, o *Options) error {
 
 	if o.RemoveGates {
 		return o.uninstall(ctx, client, reg, recorder)
+	}
+	if o.Mode == ModeHeal {
+		return o.runHeal(ctx, client, args, settings, recorder)
 	}
 	metrics.MaxGatedSeconds.Set(o.MaxGated.Seconds())
 
@@ -256,8 +260,12 @@ func Run(ctx context.Context, o *Options) error {
 		defer f.Shutdown()
 	}
 	if o.LeaderElect {
-		go live.watchLease(ctx, client, o.Namespace, o.LeaseName, leaseDuration, leaseRetryPeriod)
-		released, err := o.runLeading(ctx, client, recorder, live.wrap(run), errc)
+		go live.watchLease(ctx, client, o.Namespace, o.lease(), leaseDuration, leaseRetryPeriod)
+		lead := live.wrap(run)
+		if o.HotStandby {
+			lead = hotStandby(ctx, ctrl.Warm, lead)
+		}
+		released, err := o.runLeading(ctx, client, recorder, lead, errc)
 		if err != nil {
 			return err
 		}
@@ -267,7 +275,8 @@ func Run(ctx context.Context, o *Options) error {
 	} else {
 		go func() { errc <- live.wrap(run)(ctx) }()
 	}
-	logger.Info("Placement mode running", "webhook", addr, "webhookConfiguration", reg.Name, "maxGated", o.MaxGated, "failurePolicy", args.FailurePolicy)
+	logger.Info("Placement mode running", "webhook", addr, "webhookConfiguration", reg.Name, "maxGated", o.MaxGated, "failurePolicy", args.FailurePolicy,
+		"leaderElection", o.LeaderElect, "hotStandby", o.LeaderElect && o.HotStandby)
 
 	select {
 	case <-ctx.Done():
@@ -470,9 +479,9 @@ func stopDeployment(ctx context.Context, client kubernetes.Interface, namespace,
 // the companion created (one it wrote carries its managed-by label; an
 // external one is its issuer's), missing ones being no error.
 func (o *Options) deleteRunState(ctx context.Context, client kubernetes.Interface) error {
-	err := client.CoordinationV1().Leases(o.Namespace).Delete(ctx, o.LeaseName, metav1.DeleteOptions{})
+	err := client.CoordinationV1().Leases(o.Namespace).Delete(ctx, o.lease(), metav1.DeleteOptions{})
 	if err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("deleting Lease %s/%s: %w", o.Namespace, o.LeaseName, err)
+		return fmt.Errorf("deleting Lease %s/%s: %w", o.Namespace, o.lease(), err)
 	}
 	if o.CertSecret == "" || o.CertSecretExternal {
 		return nil
@@ -501,11 +510,11 @@ func (o *Options) runLeading(ctx context.Context, client kubernetes.Interface, r
 	if err != nil {
 		return nil, fmt.Errorf("leader election identity: %w", err)
 	}
-	lock, err := resourcelock.New(resourcelock.LeasesResourceLock, o.Namespace, o.LeaseName,
+	lock, err := resourcelock.New(resourcelock.LeasesResourceLock, o.Namespace, o.lease(),
 		client.CoreV1(), client.CoordinationV1(),
 		resourcelock.ResourceLockConfig{Identity: host + "_" + string(uuid.NewUUID()), EventRecorder: recorder})
 	if err != nil {
-		return nil, fmt.Errorf("leader election lock %s/%s: %w", o.Namespace, o.LeaseName, err)
+		return nil, fmt.Errorf("leader election lock %s/%s: %w", o.Namespace, o.lease(), err)
 	}
 	le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
 		Lock:            lock,
@@ -513,12 +522,12 @@ func (o *Options) runLeading(ctx context.Context, client kubernetes.Interface, r
 		RenewDeadline:   10 * time.Second,
 		RetryPeriod:     leaseRetryPeriod,
 		ReleaseOnCancel: true,
-		Name:            o.LeaseName,
+		Name:            o.lease(),
 		Callbacks: leaderelection.LeaderCallbacks{
 			OnStartedLeading: func(ctx context.Context) { errc <- run(ctx) },
 			OnStoppedLeading: func() {
 				if ctx.Err() == nil {
-					errc <- fmt.Errorf("lost the Lease %s/%s", o.Namespace, o.LeaseName)
+					errc <- fmt.Errorf("lost the Lease %s/%s", o.Namespace, o.lease())
 				}
 			},
 		},
@@ -532,6 +541,105 @@ func (o *Options) runLeading(ctx context.Context, client kubernetes.Interface, r
 		le.Run(ctx)
 	}()
 	return released, nil
+}
+
+// hotStandby runs warm (the controller's Warm: a standby resolving the images
+// of gated pods, writing nothing) from now until this replica leads, and then
+// lead: the controller's resolutions are cache hits for every pod the standby
+// saw. warm is waited for before lead starts, so the two never run together.
+func hotStandby(ctx context.Context, warm, lead func(context.Context) error) func(context.Context) error {
+	wctx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := warm(wctx); err != nil && wctx.Err() == nil {
+			klog.FromContext(ctx).Error(err, "Standby: not resolving gated pods' images ahead of leading")
+		}
+	}()
+	return func(ctx context.Context) error {
+		stop()
+		<-done
+		return lead(ctx)
+	}
+}
+
+// runHeal is --mode=heal: the watch on bound pods alone (--misplaced report or
+// evict), with leader election, metrics and health, and nothing of the
+// placement mode: no webhook server, no webhook configuration (one left by a
+// placement install is not touched: it is that install's), no certificate
+// Secret, no gated pods' controller. --metrics-auth=delegated serves HTTPS
+// with a self-signed certificate kept in memory.
+func (o *Options) runHeal(ctx context.Context, client kubernetes.Interface, args *config.ArchFilterArgs, settings *decision.Settings, recorder record.EventRecorder) error {
+	logger := klog.FromContext(ctx)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	factory := informers.NewSharedInformerFactory(client, 0)
+	rc, err := registryclient.New(ctx, args, client, factory)
+	if err != nil {
+		return err
+	}
+	mode, _ := heal.ParseMode(o.Misplaced)
+	h, err := heal.New(heal.Options{Client: client, Informers: factory, Resolver: rc.Resolver, Credentials: rc.Credentials,
+		Recorder: recorder, Settings: settings, Namespaces: namespaceLabels(ctx, client, factory, settings), Mode: mode, EvictionsPerMinute: o.EvictionsPerMinute})
+	if err != nil {
+		return err
+	}
+	errc := make(chan error, 3)
+	if o.MetricsAddr != "" {
+		var tlsConfig *tls.Config
+		if o.MetricsAuth == MetricsAuthDelegated {
+			if tlsConfig, err = o.metricsCertificate(ctx); err != nil {
+				return err
+			}
+		}
+		msrv, serve, err := o.metricsServer(client, tlsConfig)
+		if err != nil {
+			return err
+		}
+		go func() { errc <- serve() }()
+		defer msrv.Close()
+	}
+	factory.Start(ctx.Done())
+	defer factory.Shutdown()
+	if o.LeaderElect {
+		released, err := o.runLeading(ctx, client, recorder, h.Run, errc)
+		if err != nil {
+			return err
+		}
+		defer func() { cancel(); <-released }()
+	} else {
+		go func() { errc <- h.Run(ctx) }()
+	}
+	logger.Info("Heal mode running: watching bound pods, no webhook, no gate", "misplaced", mode, "leaderElection", o.LeaderElect, "lease", klog.KRef(o.Namespace, o.lease()))
+	select {
+	case <-ctx.Done():
+	case err = <-errc:
+	}
+	if errors.Is(err, http.ErrServerClosed) {
+		err = nil
+	}
+	return err
+}
+
+// metricsCertificate is the TLS configuration of the heal mode's metrics
+// listener: a self-signed CA and serving certificate for the Service's names,
+// in memory only (as kube-scheduler's secure port without a certificate),
+// renewed as the webhook's is. Scrapers skip verification, or pin nothing.
+func (o *Options) metricsCertificate(ctx context.Context) (*tls.Config, error) {
+	svc := o.ServiceName + "." + o.Namespace
+	cm, err := certs.New(certs.Options{
+		DNSNames: []string{svc + ".svc", svc + ".svc.cluster.local", svc, o.ServiceName, "localhost"},
+		IPs:      []net.IP{net.IPv4(127, 0, 0, 1)},
+		Validity: o.CertValidity,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := cm.Ensure(ctx); err != nil {
+		return nil, err
+	}
+	go cm.Run(ctx, certCheckInterval)
+	return o.TLS.Config(cm.GetCertificate)
 }
 
 // runBoth runs the placement controller and the watch on bound pods together,

@@ -46,7 +46,13 @@ type Options struct {
 	RemoveGates        bool
 	StopDeployment     string
 	LeaderElect        bool
-	LeaseName          string
+	// LeaseName is --lease-name; empty means the mode's own (LeaseNameFor).
+	LeaseName string
+	// HotStandby is --hot-standby: with LeaderElect, a replica that does not
+	// hold the Lease resolves the images of gated pods, writing nothing.
+	HotStandby bool
+	// Mode is --mode: ModePlacement or ModeHeal.
+	Mode string
 	// Misplaced is --misplaced (off, report, evict), EvictionsPerMinute its rate limit.
 	Misplaced          string
 	EvictionsPerMinute float64
@@ -72,12 +78,40 @@ func NewOptions() *Options {
 		MaxGated:           2 * time.Minute,
 		Workers:            4,
 		SkipSchedulerNames: []string{"archfilter-scheduler"},
-		LeaseName:          "archfilter-placement",
+		Mode:               ModePlacement,
+		HotStandby:         true,
 		Misplaced:          string(heal.ModeOff),
 		EvictionsPerMinute: 2,
 		MetricsAuth:        MetricsAuthDelegated,
 		TLS:                serving.NewTLSOptions(),
 	}
+}
+
+// The values of --mode.
+const (
+	// ModePlacement runs the webhook that gates new pods and the controller
+	// that places and ungates them (and, with --misplaced, the watch on bound
+	// pods).
+	ModePlacement = "placement"
+	// ModeHeal runs the watch on bound pods alone (--misplaced report or
+	// evict): no webhook, no webhook configuration, no certificate Secret, no
+	// gate. For clusters whose pods are placed by the archfilter scheduler.
+	ModeHeal = "heal"
+)
+
+// LeaseNameFor is the Lease a mode elects its leader with by default: each
+// mode its own, so that a heal-only companion and a placement companion can
+// run in one namespace without one's leader keeping the other's from running.
+func LeaseNameFor(mode string) string {
+	if mode == ModeHeal {
+		return "archfilter-heal"
+	}
+	return "archfilter-placement"
+}
+
+// lease is --lease-name, or the mode's default.
+func (o *Options) lease() string {
+	return cmp.Or(o.LeaseName, LeaseNameFor(o.Mode))
 }
 
 // The values of --metrics-auth.
@@ -92,6 +126,7 @@ const (
 
 // AddFlags registers the flags on fs.
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.Mode, "mode", o.Mode, "placement: the webhook gates new pods and the controller writes their node affinity and ungates them (and, with --misplaced, bound pods are watched); heal: only the watch on bound pods, which needs --misplaced=report or evict: no webhook, no webhook configuration, no certificate, no gate (beside the archfilter scheduler)")
 	fs.StringVar(&o.Kubeconfig, "kubeconfig", o.Kubeconfig, "kubeconfig of the cluster; empty means in-cluster")
 	fs.StringVar(&o.ArgsFile, "args", o.ArgsFile, "file holding ArchFilterArgs (apiVersion kubescheduler.config.k8s.io/v1, kind ArchFilterArgs); empty means the plugin's defaults")
 	fs.StringSliceVar(&o.InsecureRegistries, "insecure-registries", o.InsecureRegistries, "registry hosts reached over plain HTTP (added to the args' registries with insecure: true)")
@@ -111,8 +146,9 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.MetricsAuth, "metrics-auth", o.MetricsAuth, "delegated: /metrics over HTTPS (the webhook's certificate and TLS settings), for bearer tokens the API server authenticates (TokenReview) and authorises for GET /metrics (SubjectAccessReview); /healthz stays anonymous. none: plain HTTP without authentication, only on a loopback --metrics-addr")
 	o.TLS.AddFlags(fs)
 	fs.StringSliceVar(&o.SkipSchedulerNames, "skip-scheduler-names", o.SkipSchedulerNames, "pods naming one of these schedulers are not gated (they run ArchFilter already)")
-	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "run the controller only in the replica holding the Lease --lease-name in --namespace (every replica serves the webhook)")
-	fs.StringVar(&o.LeaseName, "lease-name", o.LeaseName, "the Lease --leader-elect uses")
+	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "run the controller (and the watch on bound pods) only in the replica holding the Lease --lease-name in --namespace (every replica serves the webhook)")
+	fs.StringVar(&o.LeaseName, "lease-name", o.LeaseName, "the Lease --leader-elect uses; empty means archfilter-placement, or archfilter-heal with --mode=heal")
+	fs.BoolVar(&o.HotStandby, "hot-standby", o.HotStandby, "with --leader-elect: a replica that does not hold the Lease resolves the images of gated pods as the leader does (into its own cache; it writes nothing to the cluster), so that it takes over without asking the registries; false: a standby only serves the webhook")
 	fs.StringVar(&o.Misplaced, "misplaced", o.Misplaced, "bound pods on a node that cannot run them (the node's platform is not among their images', or exec format error): off; report (an ArchFilterMisplaced event on the pod and the archfilter_placement_misplaced_pods gauge); evict (and evict those a controller other than a DaemonSet recreates, through the Eviction API, so that they are placed again); run by the leader only")
 	fs.Float64Var(&o.EvictionsPerMinute, "misplaced-evictions-per-minute", o.EvictionsPerMinute, "with --misplaced=evict: the most pods evicted per minute (one at a time)")
 	fs.BoolVar(&o.RemoveGates, "remove-gates", o.RemoveGates, "uninstall: delete the webhook configuration, remove the gate from every pod, exit")
@@ -121,6 +157,15 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 
 // Validate checks the flags that do not depend on the cluster.
 func (o *Options) Validate() error {
+	switch o.Mode {
+	case ModePlacement:
+	case ModeHeal:
+		if err := o.validateHeal(); err != nil {
+			return err
+		}
+	default:
+		return fmt.Errorf("--mode %q: want %s or %s", o.Mode, ModePlacement, ModeHeal)
+	}
 	if o.WebhookTimeout < time.Second || o.WebhookTimeout > 30*time.Second || o.WebhookTimeout%time.Second != 0 {
 		return fmt.Errorf("--webhook-timeout %v: want whole seconds from 1s to 30s (the apiserver's range)", o.WebhookTimeout)
 	}
@@ -148,6 +193,30 @@ func (o *Options) Validate() error {
 		}
 	default:
 		return fmt.Errorf("--metrics-auth %q: want %s or %s", o.MetricsAuth, MetricsAuthDelegated, MetricsAuthNone)
+	}
+	return nil
+}
+
+// validateHeal refuses, with --mode=heal, what only the placement mode does.
+func (o *Options) validateHeal() error {
+	mode, err := heal.ParseMode(o.Misplaced)
+	if err != nil {
+		return err
+	}
+	if mode == heal.ModeOff {
+		return fmt.Errorf("--mode=heal runs only the watch on bound pods: set --misplaced=%s or --misplaced=%s (it is %s)", heal.ModeReport, heal.ModeEvict, o.Misplaced)
+	}
+	for _, f := range []struct {
+		flag string
+		set  bool
+	}{
+		{"--remove-gates", o.RemoveGates},
+		{"--webhook-url", o.WebhookURL != ""},
+		{"--cert-secret-external", o.CertSecretExternal},
+	} {
+		if f.set {
+			return fmt.Errorf("%s: a flag of --mode=placement; --mode=heal registers no webhook and gates no pod", f.flag)
+		}
 	}
 	return nil
 }

@@ -105,12 +105,15 @@ func TestCommandFlags(t *testing.T) {
 	cmd := NewCommand()
 	if err := cmd.ParseFlags([]string{"--kubeconfig", "/k", "--webhook-url", "https://127.0.0.1:1", "--insecure-registries", "a:1,b:2", "--cert-secret=", "--remove-gates",
 		"--webhook-timeout=12s", "--cert-secret-external", "--stop-deployment=archfilter-placement",
-		"--tls-min-version=VersionTLS13", "--tls-cipher-suites=TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256", "--metrics-auth=none"}); err != nil {
+		"--tls-min-version=VersionTLS13", "--tls-cipher-suites=TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256", "--metrics-auth=none",
+		"--mode=heal", "--hot-standby=false", "--misplaced=report", "--misplaced=evict"}); err != nil {
 		t.Fatal(err)
 	}
 	for flag, want := range map[string]string{"kubeconfig": "/k", "webhook-url": "https://127.0.0.1:1", "insecure-registries": "[a:1,b:2]", "cert-secret": "", "remove-gates": "true",
 		"webhook-timeout": "12s", "cert-secret-external": "true", "stop-deployment": "archfilter-placement",
-		"tls-min-version": "VersionTLS13", "tls-cipher-suites": "[TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256]", "metrics-auth": "none"} {
+		"tls-min-version": "VersionTLS13", "tls-cipher-suites": "[TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256]", "metrics-auth": "none",
+		// A flag given twice: the last wins (the kustomize components rely on it).
+		"mode": "heal", "hot-standby": "false", "misplaced": "evict"} {
 		if got := cmd.Flags().Lookup(flag).Value.String(); got != want {
 			t.Errorf("--%s = %q, want %q", flag, got, want)
 		}
@@ -141,6 +144,14 @@ func TestValidate(t *testing.T) {
 		{name: "unauthenticated metrics on every interface", set: func(o *Options) { o.MetricsAddr, o.MetricsAuth = ":8080", MetricsAuthNone }, wantErr: "--metrics-auth=none with --metrics-addr :8080"},
 		{name: "unauthenticated metrics on a routable address", set: func(o *Options) { o.MetricsAddr, o.MetricsAuth = "10.0.0.1:8080", MetricsAuthNone }, wantErr: "loopback"},
 		{name: "unknown metrics auth", set: func(o *Options) { o.MetricsAuth = "basic" }, wantErr: "--metrics-auth \"basic\""},
+		{name: "heal mode reporting", set: func(o *Options) { o.Mode, o.Misplaced = ModeHeal, "report" }},
+		{name: "heal mode evicting", set: func(o *Options) { o.Mode, o.Misplaced = ModeHeal, "evict" }},
+		{name: "heal mode without the watch", set: func(o *Options) { o.Mode = ModeHeal }, wantErr: "--mode=heal runs only the watch on bound pods: set --misplaced=report or --misplaced=evict"},
+		{name: "heal mode, an unknown misplaced mode", set: func(o *Options) { o.Mode, o.Misplaced = ModeHeal, "on" }, wantErr: `--misplaced "on"`},
+		{name: "heal mode uninstalling gates", set: func(o *Options) { o.Mode, o.Misplaced, o.RemoveGates = ModeHeal, "report", true }, wantErr: "--remove-gates: a flag of --mode=placement"},
+		{name: "heal mode with a webhook URL", set: func(o *Options) { o.Mode, o.Misplaced, o.WebhookURL = ModeHeal, "report", "https://127.0.0.1:1" }, wantErr: "--webhook-url: a flag of --mode=placement"},
+		{name: "heal mode with an external certificate", set: func(o *Options) { o.Mode, o.Misplaced, o.CertSecretExternal = ModeHeal, "report", true }, wantErr: "--cert-secret-external"},
+		{name: "an unknown mode", set: func(o *Options) { o.Mode = "webhook" }, wantErr: `--mode "webhook": want placement or heal`},
 		{name: "TLS 1.1", set: func(o *Options) { o.TLS.MinVersion = "VersionTLS11" }, wantErr: "--tls-min-version"},
 		{name: "a CBC suite", set: func(o *Options) { o.TLS.CipherSuites = []string{"TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA"} }, wantErr: "--tls-cipher-suites"},
 	} {
@@ -154,5 +165,28 @@ func TestValidate(t *testing.T) {
 				t.Errorf("Validate() = %v, want %q", err, tc.wantErr)
 			}
 		})
+	}
+}
+
+// TestLeaseName: each mode elects its leader on a Lease of its own unless
+// --lease-name names one, so that a heal-only companion and a placement
+// companion in one namespace do not take turns.
+func TestLeaseName(t *testing.T) {
+	for _, tc := range []struct {
+		mode, flag, want string
+	}{
+		{mode: ModePlacement, want: "archfilter-placement"},
+		{mode: ModeHeal, want: "archfilter-heal"},
+		{mode: ModeHeal, flag: "mine", want: "mine"},
+		{mode: ModePlacement, flag: "mine", want: "mine"},
+	} {
+		o := NewOptions()
+		o.Mode, o.LeaseName = tc.mode, tc.flag
+		if got := o.lease(); got != tc.want {
+			t.Errorf("--mode=%s --lease-name=%q: Lease %q, want %q", tc.mode, tc.flag, got, tc.want)
+		}
+	}
+	if o := NewOptions(); !o.HotStandby || o.Mode != ModePlacement {
+		t.Errorf("defaults: --mode=%s --hot-standby=%v, want placement and true", o.Mode, o.HotStandby)
 	}
 }

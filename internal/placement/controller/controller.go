@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -91,6 +92,7 @@ type Controller struct {
 	windows     corelisters.NodeLister
 	windowsSync cache.InformerSynced
 	queue       workqueue.TypedRateLimitingInterface[string]
+	podInformer cache.SharedIndexInformer
 }
 
 // New builds the controller; call Run after starting opts.Informers.
@@ -122,21 +124,35 @@ func New(opts Options) (*Controller, error) {
 	c.windows, c.windowsSync = opts.WindowsNodes.Lister(), opts.WindowsNodes.Informer().HasSynced
 	podInformer := opts.Informers.Core().V1().Pods()
 	c.pods = podInformer.Lister()
-	c.synced = podInformer.Informer().HasSynced
-	_, err := podInformer.Informer().AddEventHandler(cache.FilteringResourceEventHandler{
+	c.podInformer = podInformer.Informer()
+	c.synced = c.podInformer.HasSynced
+	if _, err := c.podInformer.AddEventHandler(gatedPods(c.queue)); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// gatedPods is an event handler that adds the key of every gated pod added
+// or updated to queue.
+func gatedPods(queue workqueue.TypedInterface[string]) cache.ResourceEventHandler {
+	enqueue := func(obj any) {
+		key, err := cache.MetaNamespaceKeyFunc(obj)
+		if err != nil {
+			utilruntime.HandleError(err)
+			return
+		}
+		queue.Add(key)
+	}
+	return cache.FilteringResourceEventHandler{
 		FilterFunc: func(obj any) bool {
 			pod, ok := obj.(*v1.Pod)
 			return ok && placement.HasGate(pod)
 		},
 		Handler: cache.ResourceEventHandlerFuncs{
-			AddFunc:    c.enqueue,
-			UpdateFunc: func(_, obj any) { c.enqueue(obj) },
+			AddFunc:    enqueue,
+			UpdateFunc: func(_, obj any) { enqueue(obj) },
 		},
-	})
-	if err != nil {
-		return nil, err
 	}
-	return c, nil
 }
 
 // NewWindowsNodesFactory is a factory whose node informer watches only the
@@ -169,15 +185,6 @@ func (c *Controller) windowsHostBuilds() []string {
 	return builds
 }
 
-func (c *Controller) enqueue(obj any) {
-	key, err := cache.MetaNamespaceKeyFunc(obj)
-	if err != nil {
-		utilruntime.HandleError(err)
-		return
-	}
-	c.queue.Add(key)
-}
-
 // Run processes gated pods until ctx is done. Pods gated while no controller
 // ran are listed by the informer at start and handled like new ones.
 func (c *Controller) Run(ctx context.Context) error {
@@ -195,6 +202,89 @@ func (c *Controller) Run(ctx context.Context) error {
 	}
 	<-ctx.Done()
 	return nil
+}
+
+// Warm is a standby's share of the work (--hot-standby): until ctx is done
+// (the replica leads, or stops), it resolves the images of every gated pod
+// as sync would, with the pod's credentials, within the same bounded wait
+// and retrying unresolved ones on the same schedule until --max-gated, so
+// that the resolver's cache holds the answers when this replica's Run
+// starts. It writes nothing to the cluster: no pod update, no event, no
+// metric of the controller's own (the resolver counts its requests). Its
+// queue is its own, fed by an event handler it removes when it returns, which
+// it does once its workers have stopped.
+func (c *Controller) Warm(ctx context.Context) error {
+	queue := workqueue.NewTypedRateLimitingQueueWithConfig(
+		workqueue.NewTypedItemExponentialFailureRateLimiter[string](retryBackoffBase, retryBackoffMax),
+		workqueue.TypedRateLimitingQueueConfig[string]{Name: "archfilter-placement-standby"})
+	defer queue.ShutDown()
+	reg, err := c.podInformer.AddEventHandler(gatedPods(queue))
+	if err != nil {
+		return err
+	}
+	defer func() { _ = c.podInformer.RemoveEventHandler(reg) }()
+	if !cache.WaitForCacheSync(ctx.Done(), c.synced) {
+		return ctx.Err()
+	}
+	klog.FromContext(ctx).Info("Standby: resolving the images of gated pods until this replica leads", "workers", c.opts.Workers)
+	var workers sync.WaitGroup
+	for range c.opts.Workers {
+		workers.Go(func() {
+			wait.UntilWithContext(ctx, func(ctx context.Context) {
+				for c.warmNext(ctx, queue) {
+				}
+			}, time.Second)
+		})
+	}
+	<-ctx.Done()
+	// Returns once no worker resolves any more: the caller's controller then
+	// runs alone.
+	queue.ShutDown()
+	workers.Wait()
+	return nil
+}
+
+func (c *Controller) warmNext(ctx context.Context, queue workqueue.TypedRateLimitingInterface[string]) bool {
+	key, quit := queue.Get()
+	if quit {
+		return false
+	}
+	defer queue.Done(key)
+	if retry := c.warm(ctx, key); retry > 0 {
+		queue.AddAfter(key, retry)
+	} else {
+		queue.Forget(key)
+	}
+	return true
+}
+
+// warm resolves one gated pod's images, as decide does, and says when to
+// try again: as decide would keep the pod gated, while its images do not
+// resolve and --max-gated is not reached.
+func (c *Controller) warm(ctx context.Context, key string) time.Duration {
+	ns, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return 0
+	}
+	pod, err := c.pods.Pods(ns).Get(name)
+	if err != nil || !placement.HasGate(pod) || pod.DeletionTimestamp != nil {
+		return 0
+	}
+	s := c.opts.Settings
+	if s.Scope(pod, decision.ViaPlacement, c.opts.Namespaces) != "" || decision.Declared(pod) {
+		return 0 // the leader asks no registry for it either
+	}
+	now := c.opts.Now()
+	deadline := pod.CreationTimestamp.Add(c.opts.MaxGated)
+	if !now.Before(deadline) {
+		return 0
+	}
+	d := s.Decide(pod, c.resolve(ctx, pod, deadline))
+	if r := d.Rejection; r != nil && r.Kind == decision.RejectResolutionFailed {
+		return min(retryBackoffMax, max(retryBackoffBase, deadline.Sub(now)))
+	}
+	klog.FromContext(ctx).V(4).Info("Standby resolved a gated pod's images", "pod", klog.KObj(pod))
+	return 0
 }
 
 func (c *Controller) worker(ctx context.Context) {

@@ -290,16 +290,17 @@ func stockTemplate() string {
 	return filepath.Join(framework.RepoRoot(), "test", "faults", "testdata", "stock-scheduler.yaml")
 }
 
-// placementCluster starts the stock scheduler (two replicas) and two companions.
-func placementCluster(ctx context.Context, t *testing.T) (*schedulers, *companions) {
+// placementCluster starts the stock scheduler (two replicas) and two
+// companions, with extra flags.
+func placementCluster(ctx context.Context, t *testing.T, extra ...string) (*schedulers, *companions) {
 	t.Helper()
 	s := newSchedulers(t, stockTemplate(), schedulerOptions{})
 	s.start(ctx)
 	s.start(ctx)
 	s.leader(ctx, time.Minute)
 	c := newCompanions(ctx, t)
-	c.start(ctx)
-	c.start(ctx)
+	c.start(ctx, extra...)
+	c.start(ctx, extra...)
 	c.leader(ctx)
 	// The webhook gates only while it sees a controller run (its Lease renewed).
 	probe := &v1.Pod{ObjectMeta: metav1.ObjectMeta{GenerateName: "probe-", Namespace: placementNamespace + "-probe"},
@@ -335,10 +336,47 @@ func ungated(ctx context.Context, t *testing.T, ns string) (n int) {
 
 // TestPlacementLeaderKilled: the controller's leader is killed (SIGKILL) with
 // pods gated; the other replica takes the Lease and releases them, within
-// --max-gated, each with the affinity its images need.
+// --max-gated, each with the affinity its images need. Twice in one run: with
+// the hot standby (the default), which resolved the gated pods' images while
+// it waited and asks the registries nothing after it leads, and with a cold
+// standby (--hot-standby=false), which asks for every image after it leads.
 func TestPlacementLeaderKilled(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		order int
+		fault string
+		flags []string
+	}{
+		{"hot", orderPlacementLeader, "placement controller's leader killed (SIGKILL) with pods gated: hot standby (the default)", nil},
+		{"cold", orderPlacementLeaderCold, "the same with a cold standby (--hot-standby=false: a standby only serves the webhook)", []string{"--hot-standby=false"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := placementLeaderKilled(t, tc.flags...)
+			report.record(tc.order, tc.fault, r.o, r.recovery, r.requests,
+				fmt.Sprintf("%d pods admitted ungated while no controller ran; the standby took the Lease %s after the kill, last bind %s after that",
+					r.ungated, r.takeover.Round(100*time.Millisecond), r.lastBind.Round(10*time.Millisecond)))
+			r.o.check(t)
+			if tc.name == "hot" && r.requests > 0 {
+				t.Errorf("the hot standby made %.0f registry requests after it took the Lease, want 0: it resolved the gated pods' images while it waited", r.requests)
+			}
+			if tc.name == "cold" && r.requests < distinctImages {
+				t.Errorf("the cold standby made %.0f registry requests after it took the Lease, want at least one per distinct image (%d)", r.requests, distinctImages)
+			}
+		})
+	}
+}
+
+type placementFailover struct {
+	o                  outcome
+	recovery           time.Duration // from the kill to the first bind after it
+	takeover, lastBind time.Duration // kill to Lease taken; Lease taken to the last bind
+	requests           float64       // the new leader's registry requests after it took the Lease
+	ungated            int
+}
+
+func placementLeaderKilled(t *testing.T, flags ...string) placementFailover {
 	ctx, ns := setup(t)
-	s, c := placementCluster(ctx, t)
+	s, c := placementCluster(ctx, t, flags...)
 	leader := c.leader(ctx)
 	b := placementBurst(ns, s)
 	b.watch(ctx, t)
@@ -348,12 +386,13 @@ func TestPlacementLeaderKilled(t *testing.T) {
 	c.stop(leader, true)
 	newLeader := c.leader(ctx)
 	before := newLeader.requests(t)
+	took := time.Since(faultAt)
 	o := b.settle(ctx, t, 3*time.Minute, placementMaxGated, false)
-	recovery, _ := b.firstBindAfter(faultAt)
-	n := ungated(ctx, t, ns)
-	report.record(orderPlacementLeader, "placement controller's leader killed (SIGKILL) with pods gated", o, recovery, newLeader.requests(t)-before,
-		fmt.Sprintf("%d pods admitted ungated while no controller ran", n))
-	o.check(t)
+	r := placementFailover{o: o, requests: newLeader.requests(t) - before, ungated: ungated(ctx, t, ns), takeover: took}
+	r.recovery, _ = b.firstBindAfter(faultAt)
+	_, last := b.boundSince(faultAt.Add(took))
+	r.lastBind = max(0, last.Sub(faultAt.Add(took)))
+	return r
 }
 
 // TestWebhookUnreachable: the webhook refuses connections for 10 seconds

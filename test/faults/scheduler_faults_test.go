@@ -27,6 +27,7 @@ const (
 	orderWarmStandby
 	orderColdStandby
 	orderPlacementLeader
+	orderPlacementLeaderCold
 	orderWebhookDown
 	orderPlacementUpgrade
 )

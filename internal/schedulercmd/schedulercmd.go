@@ -53,5 +53,9 @@ func New(opts ...app.Option) *cobra.Command {
 	if f := cmd.Flags().Lookup("kubeconfig"); f != nil {
 		f.Usage = kubeconfigFlagUsage
 	}
+	// What the chart's uninstall hook runs, from the scheduler's image. The
+	// scheduler's own command line is unchanged: no completion command.
+	cmd.AddCommand(preUninstallCommand())
+	cmd.CompletionOptions.DisableDefaultCmd = true
 	return cmd
 }

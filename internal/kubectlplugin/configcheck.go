@@ -13,6 +13,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/archfilter/archfilter/pkg/misplaced"
 	"github.com/archfilter/archfilter/pkg/platform"
 	"github.com/archfilter/archfilter/pkg/podplatform"
 	"github.com/archfilter/archfilter/pkg/resolver"
@@ -356,6 +357,15 @@ func (w *configWitness) init(ctx context.Context) error {
 	w.s = s
 	w.creds = func(pod *v1.Pod) resolver.Credentials { return store.ForPod(pod) }
 	return nil
+}
+
+// about is evidence for finding f of pod on node: what the configs of its image say,
+// for an exec format error; "" for any other finding.
+func (w *configWitness) about(ctx context.Context, pod *v1.Pod, f misplaced.Finding, node *v1.Node) string {
+	if f.Kind != misplaced.ExecFormatError {
+		return ""
+	}
+	return w.evidence(ctx, pod, f.Image, node)
 }
 
 // evidence is what the configs of image say about a container of pod that failed with

@@ -13,6 +13,7 @@ import (
 	ggcrv1 "github.com/google/go-containerregistry/pkg/v1"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/archfilter/archfilter/internal/registrytest"
@@ -325,5 +326,53 @@ func TestConfigWitness(t *testing.T) {
 	_ = w.evidence(context.Background(), pod, fx.lying.Ref, node("r1", "linux", "arm64"))
 	if n := m.Requests.Len(); n != 0 {
 		t.Errorf("%d requests for an image already read", n)
+	}
+}
+
+// TestRunningConfigEvidence: report --running adds, to an exec format error, what the
+// config of the node's platform says when it contradicts the index.
+func TestRunningConfigEvidence(t *testing.T) {
+	m := registrytest.NewMemory(t)
+	fx := pushConfigFixtures(t, m)
+	t.Setenv("DOCKER_CONFIG", t.TempDir())
+	failing := func(name, nodeName, image string) *v1.Pod {
+		spec := podSpec(image)
+		spec.NodeName = nodeName
+		return &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "shop", UID: types.UID("uid-" + name)}, Spec: spec,
+			Status: v1.PodStatus{Phase: v1.PodRunning, ContainerStatuses: []v1.ContainerStatus{{Name: "c0",
+				LastTerminationState: v1.ContainerState{Terminated: &v1.ContainerStateTerminated{
+					Reason: "StartError", ExitCode: 128, Message: `exec: "/app": exec format error`}}}}}}
+	}
+	client := fake.NewClientset(node("a1", "linux", "amd64"), node("r1", "linux", "arm64"),
+		failing("on-arm", "r1", fx.lying.Ref), failing("on-amd", "a1", fx.lying.Ref), failing("honest", "r1", fx.honest.Ref))
+	reg := &registryFlags{insecure: []string{fx.host}, timeout: 10 * time.Second}
+	v, err := buildRunning(context.Background(), client, "shop", reg, testDecider(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := shortDigest(configOf(t, m, fx.lying, 1))
+	got := map[string]string{}
+	for _, r := range v.Findings {
+		if r.Finding == "exec-format-error" {
+			// The config's word comes last, after the status's (and what package
+			// misplaced adds to it).
+			got[r.Pod] = ""
+			if i := strings.Index(r.Evidence, "; the index claims"); i >= 0 {
+				got[r.Pod] = r.Evidence[i+2:]
+			}
+		}
+	}
+	want := map[string]string{
+		"on-arm": "the index claims linux/arm64 but its config (" + cfg + ") says linux/amd64",
+		"on-amd": "",
+		"honest": "",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("config evidence of exec format errors (-want,+got):\n%s", diff)
+	}
+	var table strings.Builder
+	printRunningTable(&table, v)
+	if !hasLine(table.String(), "on-arm", "exec-format-error", "exec format error", "; the index claims linux/arm64 but its config") {
+		t.Errorf("the table lacks the evidence:\n%s", table.String())
 	}
 }

@@ -98,6 +98,7 @@ func buildRunning(ctx context.Context, client kubernetes.Interface, ns string, r
 		return nil, err
 	}
 	owners := ownerNames{client: client, seen: map[string][2]string{}}
+	witness := newConfigWitness(reg, client)
 	for i, pod := range pods {
 		r := misplaced.Find(dc.settings, misplaced.Input{Pod: pod, Node: byName[pod.Spec.NodeName], Events: events[pod.Namespace+"/"+pod.Name],
 			Namespaces: dc.namespaces, Lookup: func(image string) (resolver.Result, bool) {
@@ -116,7 +117,7 @@ func buildRunning(ctx context.Context, client kubernetes.Interface, ns string, r
 		for _, f := range r.Findings {
 			v.Findings = append(v.Findings, runningRow{Kind: kind, Namespace: pod.Namespace, Name: name, Pod: pod.Name,
 				Node: f.Node, NodePlatform: f.NodePlatform, Finding: string(f.Kind), Container: f.Container, Image: f.Image,
-				ImagePlatforms: f.ImagePlatforms, Evidence: f.Evidence, Skipped: string(r.Skip)})
+				ImagePlatforms: f.ImagePlatforms, Evidence: f.Evidence + witness.about(ctx, pod, f, byName[pod.Spec.NodeName]), Skipped: string(r.Skip)})
 		}
 	}
 	sort.SliceStable(v.Findings, func(i, j int) bool {

@@ -28,11 +28,11 @@ func TestRenderPodSecurity(t *testing.T) {
 		want         []string
 		ex           podsecurity.Exceptions
 	}{
-		{name: "secondary", values: "{}", want: []string{"Deployment kube-system/archfilter-scheduler"}},
-		{name: "replacement", values: "mode: replacement", want: []string{"Deployment kube-system/archfilter-scheduler"}},
+		{name: "secondary", values: "{}", want: []string{"Deployment kube-system/archfilter-scheduler", "Job kube-system/archfilter-scheduler-uninstall"}},
+		{name: "replacement", values: "mode: replacement", want: []string{"Deployment kube-system/archfilter-scheduler", "Job kube-system/archfilter-scheduler-uninstall"}},
 		{
 			name: "placement beside the scheduler", values: "placement: {enabled: true}",
-			want: []string{"Deployment kube-system/archfilter-placement", "Deployment kube-system/archfilter-scheduler", "Job kube-system/archfilter-placement-uninstall"},
+			want: []string{"Deployment kube-system/archfilter-placement", "Deployment kube-system/archfilter-scheduler", "Job kube-system/archfilter-placement-uninstall", "Job kube-system/archfilter-scheduler-uninstall"},
 		},
 		{
 			name: "placement alone", values: "scheduler: {enabled: false}\nplacement: {enabled: true, replicas: 1, leaderElection: {enabled: false}}",
@@ -41,7 +41,7 @@ func TestRenderPodSecurity(t *testing.T) {
 		{
 			name:   "credential providers",
 			values: "placement: {enabled: true}\ncredentialProviders: {enabled: true, hostPath: " + providers + ", config: {apiVersion: kubelet.config.k8s.io/v1, kind: CredentialProviderConfig, providers: [{name: p, apiVersion: credentialprovider.kubelet.k8s.io/v1, matchImages: [x], defaultCacheDuration: 1m}]}}",
-			want:   []string{"Deployment kube-system/archfilter-placement", "Deployment kube-system/archfilter-scheduler", "Job kube-system/archfilter-placement-uninstall"},
+			want:   []string{"Deployment kube-system/archfilter-placement", "Deployment kube-system/archfilter-scheduler", "Job kube-system/archfilter-placement-uninstall", "Job kube-system/archfilter-scheduler-uninstall"},
 			ex:     podsecurity.Exceptions{HostPaths: []string{providers}},
 		},
 	} {

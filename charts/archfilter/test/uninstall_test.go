@@ -92,6 +92,7 @@ func TestRenderSchedulerUninstall(t *testing.T) {
 		want []string
 		// args: the Job's arguments after pre-uninstall.
 		args  []string
+		env   []corev1.EnvVar
 		rules map[string][]rbacv1.PolicyRule
 	}{
 		{
@@ -133,6 +134,21 @@ func TestRenderSchedulerUninstall(t *testing.T) {
 				"ClusterRole " + hookName:            {podsRule},
 				"Role kube-system/" + hookName:       {deploymentRule},
 				"Role leases/" + hookName + ":lease": leaseRule("arch", "delete"),
+			},
+		},
+		{
+			name:   "the scheduler's environment",
+			values: "env: [{name: KUBERNETES_SERVICE_HOST, value: 192.0.2.1}]",
+			want:   withLease("kube-system"),
+			args: []string{"--scheduler-name=archfilter-scheduler", "--namespace=kube-system", "--deployment=archfilter-scheduler",
+				"--lease=kube-system/archfilter-scheduler",
+				"--how-to-force=To remove it anyway: helm upgrade archfilter CHART -n kube-system --reuse-values --set scheduler.uninstall.force=true, " +
+					"then helm uninstall again; or helm uninstall --no-hooks, then kubectl -n kube-system delete lease archfilter-scheduler"},
+			env: []corev1.EnvVar{{Name: "KUBERNETES_SERVICE_HOST", Value: "192.0.2.1"}},
+			rules: map[string][]rbacv1.PolicyRule{
+				"ClusterRole " + hookName:                 {podsRule},
+				"Role kube-system/" + hookName:            {deploymentRule},
+				"Role kube-system/" + hookName + ":lease": leaseRule("archfilter-scheduler", "delete"),
 			},
 		},
 		{
@@ -204,6 +220,9 @@ func TestRenderSchedulerUninstall(t *testing.T) {
 			}
 			if diff := gocmp.Diff(append([]string{"pre-uninstall"}, tc.args...), c.Args); diff != "" {
 				t.Errorf("hook args (-want,+got):\n%s", diff)
+			}
+			if diff := gocmp.Diff(tc.env, c.Env); diff != "" {
+				t.Errorf("hook env, the scheduler's (-want,+got):\n%s", diff)
 			}
 			if p.ServiceAccountName != hookName || p.RestartPolicy != corev1.RestartPolicyNever {
 				t.Errorf("hook pod: serviceAccount %q restartPolicy %s", p.ServiceAccountName, p.RestartPolicy)

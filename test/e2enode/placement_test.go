@@ -264,6 +264,12 @@ func TestPlacementChart(t *testing.T) {
 		t.Fatalf("%s: want it still gated before the uninstall (err %v)", stuck.Name, err)
 	}
 
+	t.Run("helm uninstall refuses while a pod names the scheduler", func(t *testing.T) {
+		refuseUninstall(ctx, t, cs, e, helm, stuck.Name)
+		rows = append(rows, row{"names-the-scheduler", "hello-multiarch", platformsOf(multiArch), archfilterName, "-", "-",
+			"Pending: helm uninstall refused by the scheduler's hook, nothing removed"})
+	})
+
 	t.Run("helm uninstall removes the webhook and every gate, then everything", func(t *testing.T) {
 		start := time.Now()
 		helmRun(ctx, t, e, helm, "uninstall", release, "-n", "kube-system", "--wait", "--timeout", "4m")
@@ -286,6 +292,9 @@ func TestPlacementChart(t *testing.T) {
 		_, left["Secret (certificate)"] = cs.CoreV1().Secrets("kube-system").Get(ctx, placementName+"-tls", metav1.GetOptions{})
 		_, left["hook Job"] = cs.BatchV1().Jobs("kube-system").Get(ctx, placementName+"-uninstall", metav1.GetOptions{})
 		_, left["hook ClusterRole"] = cs.RbacV1().ClusterRoles().Get(ctx, placementName+"-uninstall", metav1.GetOptions{})
+		_, left["scheduler Lease"] = cs.CoordinationV1().Leases("kube-system").Get(ctx, archfilterName, metav1.GetOptions{})
+		_, left["scheduler hook Job"] = cs.BatchV1().Jobs("kube-system").Get(ctx, archfilterName+"-uninstall", metav1.GetOptions{})
+		_, left["scheduler hook ClusterRole"] = cs.RbacV1().ClusterRoles().Get(ctx, archfilterName+"-uninstall", metav1.GetOptions{})
 		for what, err := range left {
 			if !apierrors.IsNotFound(err) {
 				t.Errorf("%s after helm uninstall: %v, want NotFound", what, err)
@@ -303,6 +312,53 @@ func TestPlacementChart(t *testing.T) {
 }
 
 func exists(path string) bool { _, err := os.Stat(path); return err == nil }
+
+// refuseUninstall: while a pod names the chart's scheduler, helm uninstall
+// fails in the scheduler's hook (its Job, from the scheduler's image on the
+// real node, says why), before the placement mode's hook: the still gated pod
+// keeps its gate and the scheduler keeps running. Then those pods (TestRealNode's
+// too) are deleted, so that the uninstall can go on.
+func refuseUninstall(ctx context.Context, t *testing.T, cs kubernetes.Interface, e env, helm, gated string) {
+	t.Helper()
+	waiting := placementPod("names-the-scheduler", e.registry+"/archfilter-e2e/hello-multiarch:v1", map[string]string{"example.com/none": "none"}, v1.RestartPolicyNever)
+	waiting.Spec.SchedulerName = archfilterName
+	if _, err := cs.CoreV1().Pods(placementNS).Create(ctx, waiting, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := helmErr(ctx, t, e, helm, "uninstall", release, "-n", "kube-system", "--wait", "--timeout", "4m"); err == nil {
+		t.Fatal("helm uninstall succeeded while a pod names the scheduler")
+	}
+	pods, err := cs.CoreV1().Pods("kube-system").List(ctx, metav1.ListOptions{LabelSelector: "job-name=" + archfilterName + "-uninstall"})
+	if err != nil || len(pods.Items) == 0 {
+		t.Fatalf("the scheduler's hook Job has no pod (%v)", err)
+	}
+	logs, err := cs.CoreV1().Pods("kube-system").GetLogs(pods.Items[0].Name, &v1.PodLogOptions{}).DoRaw(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{"still name spec.schedulerName " + archfilterName, placementNS + "/names-the-scheduler (Pending)",
+		"--set scheduler.uninstall.force=true"} {
+		if !strings.Contains(string(logs), w) {
+			t.Errorf("the hook's log does not say %q:\n%s", w, logs)
+		}
+	}
+	if p, err := cs.CoreV1().Pods(placementNS).Get(ctx, gated, metav1.GetOptions{}); err != nil || !hasGate(p) {
+		t.Errorf("%s: ungated by a refused uninstall (err %v): the placement mode's hook ran", gated, err)
+	}
+	if d, err := cs.AppsV1().Deployments("kube-system").Get(ctx, archfilterName, metav1.GetOptions{}); err != nil || ptr.Deref(d.Spec.Replicas, 1) == 0 {
+		t.Errorf("the scheduler's Deployment after a refused uninstall: %v (err %v)", d, err)
+	}
+	if err := cs.CoreV1().Pods(placementNS).Delete(ctx, waiting.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := framework.ResetNamespace(ctx, cs, ns); err != nil {
+		t.Fatal(err)
+	}
+	poll(ctx, t, "no pod naming "+archfilterName, func(ctx context.Context) (bool, error) {
+		list, err := cs.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "spec.schedulerName=" + archfilterName})
+		return err == nil && len(list.Items) == 0, err
+	})
+}
 
 // The labels of Pod Security Admission (on by default in the API server).
 const (

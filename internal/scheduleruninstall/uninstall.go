@@ -218,10 +218,12 @@ func (o *Options) handOver(ctx context.Context, client kubernetes.Interface) err
 	if o.Force {
 		return o.refuse(why)
 	}
-	if rerr := o.restore(ctx, client, replicas.count); rerr != nil {
-		why += fmt.Sprintf(". Scaling Deployment %s/%s back to %d replica(s) failed too: %v", o.Namespace, o.Deployment, replicas.count, rerr)
-	} else if o.Deployment != "" {
-		why += fmt.Sprintf(". Deployment %s/%s is scaled back to %d replica(s)", o.Namespace, o.Deployment, replicas.count)
+	if replicas.found {
+		if err := o.scale(ctx, client, replicas.count); err != nil {
+			why += fmt.Sprintf(". Scaling Deployment %s/%s back to %d replica(s) failed too: %v", o.Namespace, o.Deployment, replicas.count, err)
+		} else {
+			why += fmt.Sprintf(". Deployment %s/%s is scaled back to %d replica(s)", o.Namespace, o.Deployment, replicas.count)
+		}
 	}
 	return o.refuse(why)
 }
@@ -286,9 +288,10 @@ func ptrString(s *string) string {
 	return *s
 }
 
-// stopped is what stop found: the Deployment's replicas before, and the
-// names of its pods.
+// stopped is what stop found: whether the Deployment exists, its replicas
+// before, and the names of its pods.
 type stopped struct {
+	found bool
 	count int32
 	ours  []string
 }
@@ -310,7 +313,7 @@ func (o *Options) stop(ctx context.Context, client kubernetes.Interface) (stoppe
 	if err != nil {
 		return s, fmt.Errorf("reading Deployment %s/%s: %w", o.Namespace, o.Deployment, err)
 	}
-	s.count = 1
+	s.found, s.count = true, 1
 	if d.Spec.Replicas != nil {
 		s.count = *d.Spec.Replicas
 	}
@@ -355,14 +358,6 @@ func (o *Options) stop(ctx context.Context, client kubernetes.Interface) (stoppe
 			strings.Join(left, ", "), err)
 	}
 	return s, nil
-}
-
-// restore scales the Deployment back to replicas.
-func (o *Options) restore(ctx context.Context, client kubernetes.Interface, replicas int32) error {
-	if o.Deployment == "" {
-		return nil
-	}
-	return o.scale(ctx, client, replicas)
 }
 
 func (o *Options) scale(ctx context.Context, client kubernetes.Interface, replicas int32) error {

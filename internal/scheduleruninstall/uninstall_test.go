@@ -198,6 +198,14 @@ func TestRun(t *testing.T) {
 			wantLease:    true,
 		},
 		{
+			name:      "default profile, Deployment already gone: nothing to scale back",
+			opts:      replacement,
+			objects:   []runtime.Object{lease("kube-scheduler", "")},
+			wantErr:   []string{"(the Lease is held by none)", "Start the control plane's kube-scheduler again first (docs/install.md, \"Uninstall\"). " + howToForce},
+			wantOut:   []string{"Deployment kube-system/archfilter-scheduler does not exist"},
+			wantLease: true,
+		},
+		{
 			name:    "default profile without a shared Lease: refused before anything stops",
 			opts:    Options{SchedulerName: DefaultProfile, Namespace: ns, Deployment: deployment, HowToForce: howToForce},
 			objects: []runtime.Object{schedulerDeployment()},

@@ -67,6 +67,17 @@ func TestManifestsSecondary(t *testing.T) {
 	}
 }
 
+// TestManifestsHeal: the heal overlay is the secondary overlay's scheduler
+// and the companion in --mode=heal, report mode (manifests.CheckHealOverlay:
+// one hardened replica, its own Lease, metrics on HTTPS, and RBAC that allows
+// what the watch asks and nothing of the placement mode's, no rule it does
+// not need).
+func TestManifestsHeal(t *testing.T) {
+	if err := manifests.CheckHealOverlay(load(t, manifests.HealOverlay), readFile(t, "manifests/scheduler-config/secondary-scheduler.yaml")); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestManifestsFlavourImages: the k8s1.35 overlay runs the image of its
 // flavour, the same image name with the tag suffix -k8s1.35, and is otherwise
 // the secondary overlay.
@@ -124,7 +135,7 @@ func TestManifestsKubeadmReplacement(t *testing.T) {
 // applies it), except the kubeadm node files, which are copied by hand.
 func TestManifestsNoStrayFiles(t *testing.T) {
 	read := map[string]bool{}
-	for _, dir := range []string{"manifests/base", manifests.SecondaryOverlay, manifests.SecondaryK8s135Overlay, manifests.KubeadmOverlay, "manifests/overlays/placement"} {
+	for _, dir := range []string{"manifests/base", manifests.SecondaryOverlay, manifests.SecondaryK8s135Overlay, manifests.KubeadmOverlay, "manifests/overlays/placement", manifests.HealOverlay} {
 		_, files, err := manifests.Load(manifests.Path(dir))
 		if err != nil {
 			t.Fatal(err)

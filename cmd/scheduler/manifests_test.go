@@ -17,6 +17,7 @@ import (
 	schedvalidation "k8s.io/kubernetes/pkg/scheduler/apis/config/validation"
 
 	afconfig "github.com/archfilter/archfilter/apis/config"
+	"github.com/archfilter/archfilter/apis/config/argsfile"
 	afvalidation "github.com/archfilter/archfilter/apis/config/validation"
 	"github.com/archfilter/archfilter/pkg/plugins/archfilter"
 	"github.com/archfilter/archfilter/test/manifests"
@@ -62,6 +63,20 @@ func TestManifestsDecode(t *testing.T) {
 						t.Fatal("keep a KubeSchedulerConfiguration alone in its file: --config is one document")
 					}
 					checkSchedulerConfig(t, file)
+				case "Component":
+					// A kustomize Component (manifests/components), strictly;
+					// the e2e tests render the overlays with them.
+					if filepath.Base(file) != "kustomization.yaml" {
+						t.Fatalf("a Component must be named kustomization.yaml")
+					}
+					if _, err := manifests.ReadComponent(filepath.Dir(file)); err != nil {
+						t.Fatal(err)
+					}
+				case "ArchFilterArgs":
+					// A companion's --args file, read as the companion reads it.
+					if _, err := argsfile.Load("--args", file, nil); err != nil {
+						t.Fatal(err)
+					}
 				case "Kustomization":
 					// Strictly, into the fields the manifests use (see
 					// manifests.Kustomization); kustomize itself renders every

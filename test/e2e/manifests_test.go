@@ -139,6 +139,7 @@ func overlays(t *testing.T) []struct {
 		{manifests.SecondaryK8s135Overlay, func(o []runtime.Object) error { return manifests.CheckSecondary(o, secondary) }},
 		{manifests.KubeadmOverlay, manifests.CheckKubeadmRBAC},
 		{manifests.KindOverlay, func(o []runtime.Object) error { return manifests.CheckSecondary(o, kind) }},
+		{manifests.HealOverlay, func(o []runtime.Object) error { return manifests.CheckHealOverlay(o, secondary) }},
 	}
 }
 

@@ -170,6 +170,71 @@ func ReadKustomization(dir string) (*Kustomization, error) {
 	return &k, nil
 }
 
+// Component is the part of kustomize's Component (kustomize.config.k8s.io/
+// v1alpha1) the components under manifests/components use, decoded strictly.
+// Load does not apply components: the e2e tests render them with kustomize.
+type Component struct {
+	APIVersion         string                `json:"apiVersion"`
+	Kind               string                `json:"kind"`
+	Labels             []KustomizationLabels `json:"labels,omitempty"`
+	Resources          []string              `json:"resources,omitempty"`
+	ConfigMapGenerator []ConfigMapGenerator  `json:"configMapGenerator,omitempty"`
+	Patches            []Patch               `json:"patches,omitempty"`
+}
+
+// Patch is kustomize's patches entry: an inline patch (JSON 6902 or strategic
+// merge) and the resources it applies to.
+type Patch struct {
+	Patch  string       `json:"patch"`
+	Target *PatchTarget `json:"target"`
+}
+
+// PatchTarget selects the resources a Patch applies to.
+type PatchTarget struct {
+	Group         string `json:"group,omitempty"`
+	Version       string `json:"version,omitempty"`
+	Kind          string `json:"kind"`
+	Name          string `json:"name,omitempty"`
+	Namespace     string `json:"namespace,omitempty"`
+	LabelSelector string `json:"labelSelector,omitempty"`
+}
+
+// ReadComponent strictly decodes dir/kustomization.yaml as a Component: every
+// patch names its target (a patch without one would need its own
+// apiVersion/kind/name to match), and every file it reads is inside dir.
+func ReadComponent(dir string) (*Component, error) {
+	path := filepath.Join(dir, "kustomization.yaml")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var c Component
+	if err := yaml.UnmarshalStrict(data, &c); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if c.APIVersion != "kustomize.config.k8s.io/v1alpha1" || c.Kind != "Component" {
+		return nil, fmt.Errorf("%s: apiVersion %q kind %q, want kustomize.config.k8s.io/v1alpha1 Component", path, c.APIVersion, c.Kind)
+	}
+	for i, p := range c.Patches {
+		if p.Target == nil || p.Target.Kind == "" || strings.TrimSpace(p.Patch) == "" {
+			return nil, fmt.Errorf("%s: patches[%d]: want a target with a kind, and an inline patch", path, i)
+		}
+	}
+	for _, f := range c.Resources {
+		if !filepath.IsLocal(f) {
+			return nil, fmt.Errorf("%s: resource %s is outside the component", path, f)
+		}
+	}
+	for _, g := range c.ConfigMapGenerator {
+		for _, f := range g.Files {
+			if !filepath.IsLocal(f) || strings.Contains(f, "=") {
+				return nil, fmt.Errorf("%s: configMapGenerator %s: %s: want a file inside the component", path, g.Name, f)
+			}
+		}
+	}
+	return &c, nil
+}
+
 // Load gathers the objects a kustomization produces, without kustomize and
 // for the features above only: resources (files and directories),
 // namespace, labels, configMapGenerator (create and replace; without the

@@ -17,6 +17,7 @@ var OverlayWorkloads = map[string][]string{
 	SecondaryK8s135Overlay:         {"Deployment kube-system/archfilter-scheduler"},
 	KubeadmOverlay:                 nil,
 	"manifests/overlays/placement": {"Deployment kube-system/archfilter-placement"},
+	HealOverlay:                    {"Deployment kube-system/archfilter-heal", "Deployment kube-system/archfilter-scheduler"},
 }
 
 // CheckPodSecurity checks that objs hold exactly the workloads want, that

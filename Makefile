@@ -206,7 +206,7 @@ CHART_TEST_DIR := charts/archfilter/test
 CHART_CLUSTER  := archfilter-chart
 
 .PHONY: test-chart
-test-chart: build-main build-placement ## The Helm chart (charts/archfilter/test): lint, render, schema, alert rules (promtool), install/upgrade/uninstall on a local KWOK cluster, the placement mode's included (its uninstall hook's command run as the hook's ServiceAccount).
+test-chart: build-main build-placement ## The Helm chart (charts/archfilter/test): lint, render, schema, alert rules (promtool), install/upgrade/uninstall on a local KWOK cluster, the placement mode's included (the scheduler's and the placement mode's uninstall hooks' commands run as their ServiceAccounts).
 	hack/install-test-deps.sh
 	hack/cluster/tools.sh kubectl kustomize
 	@set +o errexit; \

@@ -308,3 +308,74 @@ egress:
 {{- fail "networkPolicy.apiServer.cidrs: name the API server's addresses (kubectl get endpointslices -n default -l kubernetes.io/service-name=kubernetes) when networkPolicy.enabled" }}
 {{- end }}
 {{- end -}}
+
+{{/* The heal-only companion's objects (heal.enabled): archfilter-heal, or <fullnameOverride>-heal. */}}
+{{- define "archfilter.heal.name" -}}
+{{- if .Values.fullnameOverride -}}
+{{- printf "%s-heal" .Values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+archfilter-heal
+{{- end -}}
+{{- end -}}
+
+{{- define "archfilter.heal.leaseName" -}}
+{{- default (include "archfilter.heal.name" .) .Values.heal.leaderElection.leaseName -}}
+{{- end -}}
+
+{{- define "archfilter.heal.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "archfilter.heal.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{- define "archfilter.heal.labels" -}}
+{{ include "archfilter.heal.selectorLabels" . }}
+app.kubernetes.io/component: heal
+app.kubernetes.io/part-of: archfilter
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
+{{- end -}}
+
+{{/*
+What the companion needs to reach the registries the scheduler reaches (a
+dict: root, p: placement or heal values, value: the values' name): the files
+archFilterArgs names mounted, the scheduler's cloud identity and its proxy.
+*/}}
+{{- define "archfilter.companionRegistryAccess" -}}
+{{- $root := .root }}{{ $p := .p }}{{ $value := .value }}
+{{- $args := fromYaml (include "archfilter.archFilterArgs" $root) }}
+{{- $files := dict }}
+{{- range $k := list "dockerConfigFile" "credentialProviderConfig" "credentialProviderBinDir" }}
+{{- with get $args $k }}{{ $_ := set $files (printf "archFilterArgs.%s" $k) . }}{{ end }}
+{{- end }}
+{{- range $i, $r := $args.registries }}
+{{- with $r.caFile }}{{ $_ := set $files (printf "archFilterArgs.registries[%d].caFile" $i) . }}{{ end }}
+{{- end }}
+{{- $mounts := list }}
+{{- range $p.extraVolumeMounts }}{{ $mounts = append $mounts .mountPath }}{{ end }}
+{{- range (fromYamlArray (include "archfilter.credentialProviderMounts" $root)) }}{{ $mounts = append $mounts .mountPath }}{{ end }}
+{{- range $k, $path := $files }}
+{{- $covered := false }}
+{{- range $mounts }}
+{{- if or (eq $path .) (hasPrefix (printf "%s/" (trimSuffix "/" .)) $path) }}{{ $covered = true }}{{ end }}
+{{- end }}
+{{- if not $covered }}
+{{- fail (printf "%s.extraVolumeMounts: %s (%s) is not mounted into the %s companion; mount into it what the scheduler gets (extraVolumes/extraVolumeMounts), or it cannot reach the registries the scheduler reaches" $value $k $path $value) }}
+{{- end }}
+{{- end }}
+{{- if and $root.Values.scheduler.enabled $root.Values.serviceAccount.annotations (not $p.serviceAccount.annotations) }}
+{{- fail (printf "%s.serviceAccount.annotations: the scheduler's ServiceAccount carries %s (a cloud identity for its registries); give the companion's the same, or it resolves without it" $value (keys $root.Values.serviceAccount.annotations | sortAlpha | join ", ")) }}
+{{- end }}
+{{- if $root.Values.scheduler.enabled }}
+{{- $proxy := list }}
+{{- range $root.Values.env }}{{ if has (upper .name) (list "HTTPS_PROXY" "HTTP_PROXY" "NO_PROXY") }}{{ $proxy = append $proxy .name }}{{ end }}{{ end }}
+{{- range $proxy }}
+{{- $name := . }}
+{{- $found := false }}
+{{- range $p.env }}{{ if eq .name $name }}{{ $found = true }}{{ end }}{{ end }}
+{{- if not $found }}
+{{- fail (printf "%s.env: the scheduler reaches registries through %s (env); set it for the companion too" $value $name) }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- end -}}

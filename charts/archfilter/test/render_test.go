@@ -34,6 +34,7 @@ func TestLint(t *testing.T) {
 		"replacement":                    {"mode": "replacement"},
 		"placement beside the scheduler": {"placement": map[string]any{"enabled": true}},
 		"placement alone":                {"scheduler": map[string]any{"enabled": false}, "placement": map[string]any{"enabled": true, "replicas": 1, "leaderElection": map[string]any{"enabled": false}}},
+		"heal beside the scheduler, evicting": {"heal": map[string]any{"enabled": true, "mode": "evict"}, "networkPolicy": map[string]any{"enabled": true, "apiServer": map[string]any{"cidrs": []any{"10.0.0.1/32"}}}},
 		"everything": {
 			"networkPolicy": map[string]any{"enabled": true, "apiServer": map[string]any{"cidrs": []any{"10.0.0.1/32"}}},
 			"image":         map[string]any{"flavour": "k8s1.35", "digest": "sha256:" + strings.Repeat("a", 64)},

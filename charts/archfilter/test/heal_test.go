@@ -378,3 +378,23 @@ func TestPrometheusRuleGroups(t *testing.T) {
 		}
 	}
 }
+
+// TestRenderHotStandby: the placement companion's standby resolves gated pods'
+// images unless placement.leaderElection.hotStandby is off
+// (--hot-standby=false, the companion's default being on).
+func TestRenderHotStandby(t *testing.T) {
+	for _, tc := range []struct {
+		values string
+		want   bool // --hot-standby=false given
+	}{
+		{"placement: {enabled: true}", false},
+		{"placement: {enabled: true, leaderElection: {hotStandby: false}}", true},
+		{"placement: {enabled: true, replicas: 1, leaderElection: {enabled: false, hotStandby: false}}", false},
+	} {
+		r := renderPlacement(t, tc.values, renderOpts{})
+		v, ok := r.flags["--hot-standby"]
+		if got := ok && v == "false"; got != tc.want {
+			t.Errorf("%s: --hot-standby=false given: %v, want %v (flags %v)", tc.values, got, tc.want, r.flags)
+		}
+	}
+}

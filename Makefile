@@ -126,7 +126,7 @@ OVERLAY        ?= secondary
 DIST           ?= dist
 
 .PHONY: deploy
-deploy: ## kubectl apply -k manifests/overlays/$(OVERLAY) with the image $(IMAGE):$(VERSION) (-k8s1.35 for that overlay; $(PLACEMENT_IMAGE):$(VERSION) for placement); OVERLAY=secondary|secondary-k8s1.35|kubeadm-replacement|placement.
+deploy: ## kubectl apply -k manifests/overlays/$(OVERLAY) with the image $(IMAGE):$(VERSION) (-k8s1.35 for that overlay; $(PLACEMENT_IMAGE):$(VERSION) for placement, and beside the scheduler's for heal); OVERLAY=secondary|secondary-k8s1.35|kubeadm-replacement|placement|heal.
 	IMAGE=$(IMAGE) PLACEMENT_IMAGE=$(PLACEMENT_IMAGE) VERSION=$(VERSION) OVERLAY=$(OVERLAY) hack/deploy/deploy.sh apply
 
 .PHONY: undeploy

@@ -31,14 +31,18 @@ image=$(flavour_image "$flavour")
 tag=$(flavour_tag "$flavour" "$VERSION")
 [[ $tag == latest* ]] && die "VERSION=$VERSION: name a release, never latest"
 dir=$ARCHFILTER_CACHE/deploy/$OVERLAY
-pin_overlay "$dir" "$OVERLAY" "$image" "$tag" ""
+if overlay_companion "$OVERLAY"; then
+  pin_overlay "$dir" "$OVERLAY" "$image" "$tag" "" "$(flavour_image placement)" "$(flavour_tag placement "$VERSION")" ""
+else
+  pin_overlay "$dir" "$OVERLAY" "$image" "$tag" ""
+fi
 
 # The scheduler name pods opt in with, and the lease (secondary overlays).
 scheduler_name=archfilter-scheduler
 
 case $action in
   apply)
-    log "applying manifests/overlays/$OVERLAY with $image:$tag"
+    log "applying manifests/overlays/$OVERLAY with $image:$tag$(overlay_companion "$OVERLAY" && echo " and $(flavour_image placement):$VERSION")"
     $KUBECTL apply -k "$dir"
     if [[ $OVERLAY == kubeadm-replacement ]]; then
       pin_node_files "$dir/node" "$IMAGE:$tag"
@@ -50,6 +54,9 @@ case $action in
       log "done: kubectl -n kube-system rollout status deployment/archfilter-placement"
     else
       log "done: kubectl -n kube-system rollout status deployment/archfilter-scheduler"
+      if overlay_companion "$OVERLAY"; then
+        log "      kubectl -n kube-system rollout status deployment/archfilter-$OVERLAY"
+      fi
     fi
     ;;
   delete)
@@ -84,6 +91,10 @@ case $action in
       $KUBECTL -n kube-system delete lease archfilter-placement --ignore-not-found
     elif [[ $OVERLAY != kubeadm-replacement ]]; then
       $KUBECTL -n kube-system delete lease "$scheduler_name" --ignore-not-found
+      if overlay_companion "$OVERLAY"; then
+        # The heal companion's own Lease (it leaves nothing else behind).
+        $KUBECTL -n kube-system delete lease "archfilter-$OVERLAY" --ignore-not-found
+      fi
     fi
     ;;
   *) die "unknown action $action (apply, delete)" ;;

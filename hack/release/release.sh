@@ -81,9 +81,13 @@ done
 for overlay in "${OVERLAYS[@]}"; do
   flavour=$(overlay_flavour "$overlay")
   d=${digest[$flavour]}
-  pin_overlay "$work/$overlay" "$overlay" "$(flavour_image "$flavour")" "" "$d"
+  if overlay_companion "$overlay"; then
+    pin_overlay "$work/$overlay" "$overlay" "$(flavour_image "$flavour")" "" "$d" "$(flavour_image placement)" "" "${digest[placement]}"
+  else
+    pin_overlay "$work/$overlay" "$overlay" "$(flavour_image "$flavour")" "" "$d"
+  fi
   kustomize_build "$work/$overlay" >"$DIST/manifests/$overlay.yaml"
-  log "manifests/$overlay.yaml ($(flavour_image "$flavour")@$d)"
+  log "manifests/$overlay.yaml ($(flavour_image "$flavour")@$d$(overlay_companion "$overlay" && echo ", $(flavour_image placement)@${digest[placement]}"))"
 done
 pin_node_files "$DIST/manifests/kubeadm-replacement/node" "$IMAGE@${digest[main]}"
 kustomize_build "$ROOT/manifests/monitoring" >"$DIST/manifests/monitoring.yaml"

@@ -2,6 +2,7 @@ package charttest
 
 import (
 	"bytes"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -84,6 +85,40 @@ func TestPinOverlay(t *testing.T) {
 			}
 		})
 	}
+	t.Run("heal: the scheduler's image and the companion's", func(t *testing.T) {
+		const companion = "registry.example.com:5000/team/archfilter-placement"
+		cdigest := "sha256:" + strings.Repeat("1e", 32)
+		for _, tc := range []struct {
+			name, tag, digest, ctag, cdigest string
+			want                             map[string]string // Deployment -> image
+		}{
+			{"tags", "v1.2.3", "", "v1.2.3", "", map[string]string{"archfilter-scheduler": image + ":v1.2.3", "archfilter-heal": companion + ":v1.2.3"}},
+			{"digests", "", digest, "", cdigest, map[string]string{"archfilter-scheduler": image + "@" + digest, "archfilter-heal": companion + "@" + cdigest}},
+		} {
+			dir := t.TempDir()
+			out, err := deployLib(t, `pin_overlay "$DIR" heal "$IMAGE" "$TAG" "$DIGEST" "$CIMAGE" "$CTAG" "$CDIGEST"; kustomize_build "$DIR"`,
+				"DIR="+dir, "IMAGE="+image, "TAG="+tc.tag, "DIGEST="+tc.digest, "CIMAGE="+companion, "CTAG="+tc.ctag, "CDIGEST="+tc.cdigest)
+			if err != nil {
+				t.Fatalf("%s: %v: %s", tc.name, err, err.(*exec.ExitError).Stderr)
+			}
+			objs, err := objects.Decode([]byte(out))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := map[string]string{}
+			for _, d := range objects.Of[*appsv1.Deployment](objs) {
+				got[d.Name] = d.Spec.Template.Spec.Containers[0].Image
+			}
+			if !maps.Equal(got, tc.want) {
+				t.Errorf("%s: images %v, want %v", tc.name, got, tc.want)
+			}
+		}
+		// Without the companion's image the heal overlay is refused, not
+		// rendered with an unpinned image.
+		if _, err := deployLib(t, `pin_overlay "$DIR" heal "$IMAGE" v1.2.3 ""`, "DIR="+t.TempDir(), "IMAGE="+image); err == nil {
+			t.Error("pin_overlay heal without the companion's image succeeded")
+		}
+	})
 	t.Run("image and tag per flavour", func(t *testing.T) {
 		for _, tc := range []struct{ overlay, env, want string }{
 			{"secondary", "", "registry.example.com/archfilter-scheduler:v1.2.3"},

@@ -101,6 +101,23 @@ func Declared(pod *v1.Pod) bool {
 	return ok
 }
 
+// DeclaredPlatforms reads the platforms pod declares (archfilter.io/platforms),
+// with the compatibility rules applied: declared is false when it declares
+// none, and err says why a declaration does not parse (the pod cannot be
+// judged then). The front-ends and package misplaced read declarations through
+// it, so they cannot disagree on one.
+func (s *Settings) DeclaredPlatforms(pod *v1.Pod) (set platform.Set, declared bool, err error) {
+	value, ok := pod.Annotations[annotations.Platforms]
+	if !ok {
+		return set, false, nil
+	}
+	list, err := platform.ParseList(value)
+	if err != nil {
+		return set, true, fmt.Errorf("annotation %s: %w", annotations.Platforms, err)
+	}
+	return s.Compat.Expand(list), true, nil
+}
+
 // Decide applies the rules to a pod in scope (see Scope): its declared or
 // images' platforms, with the compatibility rules, the failure policy for
 // images lookup does not know or that failed, and the pod's own os/arch
@@ -142,12 +159,8 @@ func (s *Settings) Decide(pod *v1.Pod, lookup Lookup) Decision {
 // platforms reads the declared platforms, or every image's from lookup, and
 // intersects them; invalid is the error of a malformed declaration.
 func (s *Settings) platforms(pod *v1.Pod, lookup Lookup) (set platform.Set, d Decision, invalid error) {
-	if value, ok := pod.Annotations[annotations.Platforms]; ok {
-		declared, err := platform.ParseList(value)
-		if err != nil {
-			return set, Decision{Source: SourceAnnotation}, fmt.Errorf("annotation %s: %w", annotations.Platforms, err)
-		}
-		return s.Compat.Expand(declared), Decision{Source: SourceAnnotation}, nil
+	if declared, ok, err := s.DeclaredPlatforms(pod); ok {
+		return declared, Decision{Source: SourceAnnotation}, err
 	}
 	set = platform.Any()
 	d = Decision{Source: SourceImages}

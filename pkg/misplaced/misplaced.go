@@ -11,7 +11,6 @@ import (
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/archfilter/archfilter/apis/annotations"
 	"github.com/archfilter/archfilter/pkg/decision"
@@ -51,12 +50,46 @@ type Finding struct {
 	Container     string
 	ContainerKind podplatform.ContainerKind
 	Image         string
+	// Running is the reference of the image the container runs, the spec's
+	// repository at its status' digest, when that is what was judged; "" when
+	// the tag was (the container has not started, or its imageID names no
+	// registry digest: then ByTag is set).
+	Running string
+	// ByTag is set when the container ran an image that could not be read, so
+	// the tag's current image was judged instead: reported, never evicted on.
+	ByTag bool
 	// ImagePlatforms are the platforms the image runs on, after the
-	// compatibility rules, for NodeCannotRun.
+	// compatibility rules, for NodeCannotRun; for ExecFormatError, those of
+	// the image the container runs when known.
 	ImagePlatforms string
+	// Claimed is set on an ExecFormatError when the image's manifest claims
+	// the node's platform: its binary contradicts its manifest, so a
+	// replacement would be placed on the same platform and fail again.
+	Claimed bool
 	// Evidence says, for people, what shows it: the platforms that exclude the
 	// node, or the status or event that carries the error.
 	Evidence string
+}
+
+// NoteKind is information about a bound pod that is not a reason it cannot run.
+type NoteKind string
+
+const (
+	// TagMoved: the pod runs an image that has the node's platform, but its
+	// tag now points to one that does not; its replacement would be placed by
+	// the new one.
+	TagMoved NoteKind = "tag-moved"
+	// RunningUnknown: the image a container runs cannot be read (an imageID
+	// without a registry digest, or a digest its repository does not serve).
+	RunningUnknown NoteKind = "running-image-unknown"
+)
+
+// Note is information about one container of a bound pod.
+type Note struct {
+	Kind      NoteKind
+	Container string
+	Image     string
+	Text      string
 }
 
 // Input is what Find reads about one pod.
@@ -65,9 +98,10 @@ type Input struct {
 	// Node is the node the pod is bound to; nil when it is not known (deleted
 	// or not read), and then no NodeCannotRun finding is made.
 	Node *v1.Node
-	// Lookup returns the images' platforms from memory; nil when the caller
-	// did not resolve them. Images it does not know, or whose resolution
-	// failed, are passed over (Report.Unresolved lists them).
+	// Lookup returns, from memory, the platforms of the references Images
+	// lists; nil when the caller did not resolve them. References it does not
+	// know, or whose resolution failed, are passed over (Report.Unresolved
+	// lists them).
 	Lookup decision.Lookup
 	// Events are events that may concern the pod; those whose involved object
 	// is not the pod are ignored.
@@ -75,19 +109,30 @@ type Input struct {
 	// Namespaces reads namespace labels for a namespaceSelector, as
 	// Settings.Scope does.
 	Namespaces decision.NamespaceLabels
+	// ClusterPlatforms lists the platforms of the cluster's nodes, for telling
+	// whether a replacement would find a node that runs it; nil when not known
+	// (then no pod is Evictable). Called only for pods with findings.
+	ClusterPlatforms func() []platform.NodePlatform
 }
 
 // Report is what Find found for one pod.
 type Report struct {
 	Findings []Finding
+	// Notes are what was learnt that is not a finding (a moved tag, a running
+	// image that could not be read).
+	Notes []Note
 	// Skip is why archfilter leaves the pod alone ("" when it is in scope),
 	// judged as it was before it was bound. Exec format errors are reported
 	// for every pod, since they need no registry; NodeCannotRun only for pods
 	// whose images archfilter reads (ReadsImages).
 	Skip decision.SkipReason
-	// Unresolved are the images whose platforms lookup did not give, when
+	// Unresolved are the references whose platforms lookup did not give, when
 	// they were needed.
 	Unresolved []string
+	// replacement is why evicting would not help, as far as the images and
+	// the cluster's nodes tell ("" when it would); see Evictable.
+	replacement    NotEvicted
+	replacementWhy string
 }
 
 // Scope says why archfilter leaves a bound pod alone, or "" when it applies:
@@ -107,7 +152,7 @@ func Scope(s *decision.Settings, pod *v1.Pod, namespaces decision.NamespaceLabel
 // ReadsImages reports whether Find needs pod's images' platforms: it is in
 // scope (or a DaemonSet pod under daemonSetPolicy Skip, whose images archfilter
 // reads to warn) and does not declare its platforms. Callers resolve the
-// images of these pods only.
+// references Images lists for these pods only.
 func ReadsImages(s *decision.Settings, pod *v1.Pod, namespaces decision.NamespaceLabels) bool {
 	skip := Scope(s, pod, namespaces)
 	return (skip == "" || skip.ReadsImages()) && !decision.Declared(pod)
@@ -116,7 +161,9 @@ func ReadsImages(s *decision.Settings, pod *v1.Pod, namespaces decision.Namespac
 // Find returns what makes in.Pod unable to run on its node: NodeCannotRun
 // findings in the order of the pod's images, then ExecFormatError findings,
 // one per container, from the container statuses first and the events after.
-// A pod that is not bound, or has finished (Succeeded), has none.
+// Each container is judged by the image it runs (its status' digest), not by
+// what its tag points to now. A pod that is not bound, or has finished
+// (Succeeded), has none.
 func Find(s *decision.Settings, in Input) Report {
 	pod := in.Pod
 	r := Report{Skip: Scope(s, pod, in.Namespaces)}
@@ -128,10 +175,14 @@ func Find(s *decision.Settings, in Input) Report {
 	if known {
 		where = nodePlatformString(np)
 	}
+	j := judge{s: s, pod: pod, lookup: in.Lookup, node: np, where: where}
 	if known && (r.Skip == "" || r.Skip.ReadsImages()) {
-		r.Findings, r.Unresolved = cannotRun(s, pod, in.Lookup, np, where)
+		j.cannotRun(&r)
 	}
-	r.Findings = append(r.Findings, execFormatErrors(pod, in.Events, where)...)
+	r.Findings = append(r.Findings, j.execFormatErrors(in.Events)...)
+	if len(r.Findings) > 0 {
+		r.replacement, r.replacementWhy = j.replacement(&r, in.ClusterPlatforms)
+	}
 	return r
 }
 
@@ -142,49 +193,100 @@ func nodePlatformString(np platform.NodePlatform) string {
 	return np.String()
 }
 
-// cannotRun compares the node with the declared platforms, or each image's.
-func cannotRun(s *decision.Settings, pod *v1.Pod, lookup decision.Lookup, np platform.NodePlatform, where string) (out []Finding, unresolved []string) {
-	if value, ok := pod.Annotations[annotations.Platforms]; ok {
-		declared, err := platform.ParseList(value)
-		if err != nil {
-			// Not a finding: the pod cannot be judged (kubectl archfilter why says so).
-			return nil, nil
+// judge holds what Find judges one pod with.
+type judge struct {
+	s      *decision.Settings
+	pod    *v1.Pod
+	lookup decision.Lookup
+	node   platform.NodePlatform
+	where  string
+}
+
+// platformsOf reads a reference's platforms, with the compatibility rules.
+func (j *judge) platformsOf(ref string) (set platform.Set, known bool, err error) {
+	if j.lookup == nil {
+		return platform.Set{}, false, nil
+	}
+	res, ok := j.lookup(ref)
+	if !ok {
+		return platform.Set{}, false, nil
+	}
+	if res.Err != nil {
+		return platform.Set{}, true, res.Err
+	}
+	return j.s.Compat.Expand(res.Platforms), true, nil
+}
+
+// cannotRun compares the node with the declared platforms, or with each
+// container's running image (its tag's when it runs none that can be read).
+func (j *judge) cannotRun(r *Report) {
+	pod := j.pod
+	if set, declared, err := j.s.DeclaredPlatforms(pod); declared {
+		// A declaration that does not parse is not a finding: the pod cannot
+		// be judged (kubectl archfilter why says so).
+		if err == nil && !set.MatchesNode(j.node) {
+			r.Findings = append(r.Findings, Finding{Kind: NodeCannotRun, Node: pod.Spec.NodeName, NodePlatform: j.where, ImagePlatforms: set.String(),
+				Evidence: fmt.Sprintf("its annotation %s (%s) excludes %s", annotations.Platforms, set, j.where)})
 		}
-		if set := s.Compat.Expand(declared); !set.MatchesNode(np) {
-			out = append(out, Finding{Kind: NodeCannotRun, Node: pod.Spec.NodeName, NodePlatform: where, ImagePlatforms: set.String(),
-				Evidence: fmt.Sprintf("its annotation %s (%s) excludes %s", annotations.Platforms, set, where)})
-		}
-		return out, nil
+		return
 	}
 	podplatform.ForEachImage(pod, func(img podplatform.Image) bool {
-		var res, ok = decisionResult(lookup, img.Reference)
-		switch {
-		case !ok:
-			unresolved = append(unresolved, img.Reference)
-		default:
-			set := s.Compat.Expand(res)
-			if !set.MatchesNode(np) {
-				out = append(out, Finding{Kind: NodeCannotRun, Node: pod.Spec.NodeName, NodePlatform: where,
-					Container: img.Name, ContainerKind: img.Kind, Image: img.Reference, ImagePlatforms: set.String(),
-					Evidence: fmt.Sprintf("%s runs on %s, not on %s", img, set, where)})
+		run := RunningImage(pod, img)
+		if run.Problem != "" {
+			r.Notes = append(r.Notes, Note{Kind: RunningUnknown, Container: img.Name, Image: img.Reference, Text: run.Problem})
+		}
+		if run.Ref != "" && run.Ref != img.Reference {
+			j.judgeRunning(r, img, run)
+			return true
+		}
+		set, ok, err := j.platformsOf(img.Reference)
+		if !ok || err != nil {
+			r.Unresolved = append(r.Unresolved, img.Reference)
+			return true
+		}
+		if !set.MatchesNode(j.node) {
+			f := Finding{Kind: NodeCannotRun, Node: pod.Spec.NodeName, NodePlatform: j.where,
+				Container: img.Name, ContainerKind: img.Kind, Image: img.Reference, ImagePlatforms: set.String(),
+				Evidence: fmt.Sprintf("%s runs on %s, not on %s", img, set, j.where)}
+			if run.Problem != "" {
+				f.ByTag = true
+				f.Evidence += " (" + run.Problem + ")"
+			} else if run.Ref != "" {
+				f.Running = run.Ref
 			}
+			r.Findings = append(r.Findings, f)
 		}
 		return true
 	})
-	return out, unresolved
 }
 
-// decisionResult reads an image's platforms; ok is false when lookup is nil,
-// does not know the image, or its resolution failed.
-func decisionResult(lookup decision.Lookup, image string) (platform.Set, bool) {
-	if lookup == nil {
-		return platform.Set{}, false
+// judgeRunning judges a container by the digest it runs; the tag's current
+// answer only adds a note when it moved to an image without the node's
+// platform.
+func (j *judge) judgeRunning(r *Report, img podplatform.Image, run Running) {
+	set, ok, err := j.platformsOf(run.Ref)
+	if !ok || err != nil {
+		r.Unresolved = append(r.Unresolved, run.Ref)
+		text := fmt.Sprintf("the image it runs, %s, could not be read", run.Ref)
+		if err != nil {
+			text += ": " + err.Error()
+		}
+		if run.From != "" {
+			text += fmt.Sprintf(" (the runtime pulled it from %s; the digest is looked up in the pod's repository only)", run.From)
+		}
+		r.Notes = append(r.Notes, Note{Kind: RunningUnknown, Container: img.Name, Image: img.Reference, Text: text})
+		return
 	}
-	res, ok := lookup(image)
-	if !ok || res.Err != nil {
-		return platform.Set{}, false
+	if !set.MatchesNode(j.node) {
+		r.Findings = append(r.Findings, Finding{Kind: NodeCannotRun, Node: j.pod.Spec.NodeName, NodePlatform: j.where,
+			Container: img.Name, ContainerKind: img.Kind, Image: img.Reference, Running: run.Ref, ImagePlatforms: set.String(),
+			Evidence: fmt.Sprintf("%s runs %s, which runs on %s, not on %s", img, run.Ref, set, j.where)})
+		return
 	}
-	return res.Platforms, true
+	if tag, ok, err := j.platformsOf(img.Reference); ok && err == nil && !tag.MatchesNode(j.node) {
+		r.Notes = append(r.Notes, Note{Kind: TagMoved, Container: img.Name, Image: img.Reference,
+			Text: fmt.Sprintf("the tag now points to an image without %s (it runs on %s); the pod runs %s, which has it", j.where, tag, run.Ref)})
+	}
 }
 
 // IsExecFormatError reports whether text carries the kernel's ENOEXEC message.
@@ -192,8 +294,10 @@ func IsExecFormatError(text string) bool {
 	return strings.Contains(strings.ToLower(text), execFormatError)
 }
 
-// execFormatErrors finds the containers whose status or events carry the error.
-func execFormatErrors(pod *v1.Pod, events []v1.Event, where string) []Finding {
+// execFormatErrors finds the containers whose status or events carry the
+// error, and marks those whose image claims the node's platform.
+func (j *judge) execFormatErrors(events []v1.Event) []Finding {
+	pod := j.pod
 	var out []Finding
 	seen := map[string]bool{}
 	add := func(container, evidence string) {
@@ -201,10 +305,11 @@ func execFormatErrors(pod *v1.Pod, events []v1.Event, where string) []Finding {
 			return
 		}
 		seen[container] = true
-		f := Finding{Kind: ExecFormatError, Node: pod.Spec.NodeName, NodePlatform: where, Container: container, Evidence: evidence}
+		f := Finding{Kind: ExecFormatError, Node: pod.Spec.NodeName, NodePlatform: j.where, Container: container, Evidence: evidence}
 		podplatform.ForEachImage(pod, func(img podplatform.Image) bool {
 			if img.Name == container && img.Kind != podplatform.KindImageVolume {
 				f.ContainerKind, f.Image = img.Kind, img.Reference
+				j.claims(&f, img)
 				return false
 			}
 			return true
@@ -226,6 +331,28 @@ func execFormatErrors(pod *v1.Pod, events []v1.Event, where string) []Finding {
 		add(containerOfFieldPath(e.InvolvedObject.FieldPath), fmt.Sprintf("event %s: %s", e.Reason, e.Message))
 	}
 	return out
+}
+
+// claims fills f.ImagePlatforms and f.Claimed from the image the container
+// runs (its tag's when it has not run one that can be read), when known.
+func (j *judge) claims(f *Finding, img podplatform.Image) {
+	if j.where == "" {
+		return
+	}
+	ref, run := img.Reference, RunningImage(j.pod, img)
+	if run.Ref != "" {
+		ref = run.Ref
+	}
+	set, ok, err := j.platformsOf(ref)
+	if !ok || err != nil {
+		return
+	}
+	f.Running, f.ImagePlatforms = run.Ref, set.String()
+	if set.MatchesNode(j.node) {
+		f.Claimed = true
+		f.Evidence += fmt.Sprintf("; yet %s claims %s (its manifest lists %s): its binary is not of the platform its manifest says (kubectl archfilter check --deep %s shows it)",
+			ref, j.where, set, img.Reference)
+	}
 }
 
 // statusEvidence reads the error from a container's state or last state.
@@ -261,25 +388,6 @@ func containerOfFieldPath(path string) string {
 		return ""
 	}
 	return path[open+1 : end]
-}
-
-// Evictable reports whether evicting the pod would place it again on a node
-// that runs it, and if not, why: the pod must be in archfilter's scope (the
-// scheduler plugin or the placement mode then places its replacement); a
-// DaemonSet's pod would come back to the same node; a pod without a controller
-// would not come back at all. Only pods with findings are evicted.
-func (r Report) Evictable(pod *v1.Pod) (ok bool, why string) {
-	switch {
-	case len(r.Findings) == 0:
-		return false, "nothing found"
-	case r.Skip != "":
-		return false, "not in archfilter's scope: " + string(r.Skip)
-	case decision.IsDaemonSetPod(pod):
-		return false, "a DaemonSet pod: its replacement would be bound to the same node"
-	case metav1.GetControllerOfNoCopy(pod) == nil:
-		return false, "no controller would recreate it"
-	}
-	return true, ""
 }
 
 // Has reports whether r holds a finding of kind k.

@@ -19,6 +19,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -34,6 +35,7 @@ import (
 	"github.com/archfilter/archfilter/internal/placement/podimages"
 	"github.com/archfilter/archfilter/pkg/decision"
 	"github.com/archfilter/archfilter/pkg/misplaced"
+	"github.com/archfilter/archfilter/pkg/platform"
 )
 
 // Mode is --misplaced.
@@ -65,6 +67,10 @@ const (
 	ReasonEvicted = "ArchFilterMisplacedEvicted"
 	// ReasonEvictionBlocked: a PodDisruptionBudget refused the eviction for now.
 	ReasonEvictionBlocked = "ArchFilterMisplacedEvictionBlocked"
+	// ReasonNote: what was learnt about a bound pod that is not a finding: its
+	// tag moved to an image without the node's platform, or the image it runs
+	// cannot be read.
+	ReasonNote = "ArchFilterMisplacedNote"
 )
 
 const (
@@ -114,6 +120,10 @@ type Healer struct {
 type podState struct {
 	uid   types.UID
 	kinds map[misplaced.Kind]bool
+	// notes are the kinds of note already reported, and notEvicted the reason
+	// already counted, for this UID.
+	notes      map[misplaced.NoteKind]bool
+	notEvicted misplaced.NotEvicted
 }
 
 // New registers the informers; call Run after starting opts.Informers.
@@ -232,9 +242,13 @@ func (h *Healer) sync(ctx context.Context, key string) (time.Duration, error) {
 	if node != nil && misplaced.ReadsImages(h.opts.Settings, pod, h.opts.Namespaces) {
 		lookup = h.resolve(ctx, pod)
 	}
-	r := misplaced.Find(h.opts.Settings, misplaced.Input{Pod: pod, Node: node, Lookup: lookup, Namespaces: h.opts.Namespaces})
+	r := misplaced.Find(h.opts.Settings, misplaced.Input{Pod: pod, Node: node, Lookup: lookup, Namespaces: h.opts.Namespaces,
+		ClusterPlatforms: h.clusterPlatforms})
+	for _, n := range h.newNotes(key, pod, r.Notes) {
+		h.opts.Recorder.Eventf(pod, v1.EventTypeNormal, ReasonNote, "%s: container %q (%s): %s", n.Kind, n.Container, n.Image, n.Text)
+	}
 	if len(r.Findings) == 0 {
-		h.forget(key)
+		h.clear(key)
 		if len(r.Unresolved) > 0 {
 			// Judged again later, when the resolver's cached failures may have
 			// expired; quietly: the placement controller reports resolution errors.
@@ -243,24 +257,41 @@ func (h *Healer) sync(ctx context.Context, key string) (time.Duration, error) {
 		}
 		return 0, nil
 	}
-	if h.record(key, pod, r) {
+	reason, _ := r.Evictable(pod)
+	if h.record(key, pod, r, reason) {
 		h.opts.Recorder.Event(pod, v1.EventTypeWarning, ReasonMisplaced, message(pod, r))
 	}
-	if h.opts.Mode != ModeEvict {
-		return 0, nil
-	}
-	if ok, _ := r.Evictable(pod); !ok {
+	if h.opts.Mode != ModeEvict || reason != "" {
 		return 0, nil
 	}
 	return h.evict(ctx, pod)
 }
 
-// resolve asks the registries for the platforms of pod's images (the resolver
-// caches its answers) and returns them as a lookup.
+// resolve asks the registries for the platforms of pod's images and of the
+// digests its containers run (the resolver caches its answers) and returns
+// them as a lookup.
 func (h *Healer) resolve(ctx context.Context, pod *v1.Pod) decision.Lookup {
 	rctx, cancel := context.WithTimeout(ctx, resolveTimeout)
 	defer cancel()
-	return podimages.Resolve(rctx, h.opts.Resolver, h.opts.Credentials, pod)
+	return podimages.ResolveRefs(rctx, h.opts.Resolver, h.opts.Credentials, pod, misplaced.Images(pod))
+}
+
+// clusterPlatforms lists the distinct platforms of the nodes the informer
+// holds, for telling whether an evicted pod's replacement finds a node.
+func (h *Healer) clusterPlatforms() []platform.NodePlatform {
+	nodes, err := h.nodes.List(labels.Everything())
+	if err != nil {
+		return nil
+	}
+	seen := map[platform.NodePlatform]bool{}
+	var out []platform.NodePlatform
+	for _, n := range nodes {
+		if np, ok := platform.FromNode(n); ok && !seen[np] {
+			seen[np] = true
+			out = append(out, np)
+		}
+	}
+	return out
 }
 
 // message is the event's text: the node, each finding, and what the companion
@@ -272,32 +303,79 @@ func message(pod *v1.Pod, r misplaced.Report) string {
 	}
 	f := r.Findings[0]
 	msg := fmt.Sprintf("node %s (%s) cannot run this pod: %s", f.Node, f.NodePlatform, strings.Join(parts, "; "))
-	if ok, why := r.Evictable(pod); !ok {
-		msg += "; not evicted: " + why
+	if reason, why := r.Evictable(pod); reason != "" {
+		msg += "; not evicted (" + string(reason) + "): " + why
 	}
 	return msg
 }
 
-// record notes what was found on pod and updates the gauge; it reports whether
-// the pod (this UID) has a kind of finding it had not, and so needs an event.
-func (h *Healer) record(key string, pod *v1.Pod, r misplaced.Report) bool {
+// record notes what was found on pod and updates the gauge, and counts, once
+// per pod, why eviction would not heal it; it reports whether the pod (this
+// UID) has a kind of finding it had not, and so needs an event.
+func (h *Healer) record(key string, pod *v1.Pod, r misplaced.Report, notEvicted misplaced.NotEvicted) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	old := h.found[key]
 	if old.uid != pod.UID {
 		old = podState{}
 	}
-	st := podState{uid: pod.UID, kinds: map[misplaced.Kind]bool{}}
+	st := podState{uid: pod.UID, kinds: map[misplaced.Kind]bool{}, notes: old.notes, notEvicted: notEvicted}
 	news := false
 	for _, f := range r.Findings {
 		st.kinds[f.Kind] = true
 		news = news || !old.kinds[f.Kind]
+	}
+	if notEvicted != "" && notEvicted != old.notEvicted {
+		metrics.MisplacedNotEvicted.WithLabelValues(string(notEvicted)).Inc()
 	}
 	h.found[key] = st
 	h.updateGauge()
 	return news
 }
 
+// newNotes returns the notes of kinds not yet reported for pod (this UID).
+func (h *Healer) newNotes(key string, pod *v1.Pod, notes []misplaced.Note) []misplaced.Note {
+	if len(notes) == 0 {
+		return nil
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	st := h.found[key]
+	if st.uid != pod.UID {
+		st = podState{uid: pod.UID}
+	}
+	if st.notes == nil {
+		st.notes = map[misplaced.NoteKind]bool{}
+	}
+	var out []misplaced.Note
+	for _, n := range notes {
+		if !st.notes[n.Kind] {
+			st.notes[n.Kind] = true
+			out = append(out, n)
+		}
+	}
+	h.found[key] = st
+	return out
+}
+
+// clear drops what was found on a pod that has no finding now, keeping the
+// notes already reported on it.
+func (h *Healer) clear(key string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	st, ok := h.found[key]
+	if !ok {
+		return
+	}
+	if len(st.notes) == 0 {
+		delete(h.found, key)
+	} else {
+		h.found[key] = podState{uid: st.uid, notes: st.notes}
+	}
+	h.updateGauge()
+}
+
+// forget drops everything about a pod that is gone or done.
 func (h *Healer) forget(key string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()

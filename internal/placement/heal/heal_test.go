@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"golang.org/x/time/rate"
@@ -24,6 +25,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/archfilter/archfilter/apis/config"
+	"github.com/archfilter/archfilter/internal/placement/controller"
 	"github.com/archfilter/archfilter/internal/placement/metrics"
 	"github.com/archfilter/archfilter/pkg/decision"
 	"github.com/archfilter/archfilter/pkg/misplaced"
@@ -44,6 +46,13 @@ func (a answers) Resolve(_ context.Context, req resolver.Request) resolver.Resul
 	}
 	return resolver.Result{Platforms: set}
 }
+
+// movedDigest is what the tag "moved" pointed to when its pods started: an image
+// for both platforms; the tag now points to an amd64-only one.
+const movedDigest = "sha256:4444444444444444444444444444444444444444444444444444444444444444"
+
+var fixtureAnswers = answers{"arm": "linux/arm64", "amd": "linux/amd64", "multi": "linux/amd64,linux/arm64",
+	"moved": "linux/amd64", "docker.io/library/moved@" + movedDigest: "linux/amd64,linux/arm64"}
 
 type noCredentials struct{}
 
@@ -101,7 +110,7 @@ func newFixture(t *testing.T, ctx context.Context, mode Mode, perMinute float64,
 	}
 	factory := informers.NewSharedInformerFactory(client, 0)
 	f.factory = factory
-	f.h, err = New(Options{Client: client, Informers: factory, Resolver: answers{"arm": "linux/arm64", "multi": "linux/amd64,linux/arm64"},
+	f.h, err = New(Options{Client: client, Informers: factory, Resolver: fixtureAnswers,
 		Credentials: noCredentials{}, Recorder: f.recorder, Settings: s, Mode: mode, EvictionsPerMinute: perMinute})
 	if err != nil {
 		t.Fatal(err)
@@ -139,6 +148,15 @@ func gauge(t *testing.T, kind misplaced.Kind) float64 {
 func counter(t *testing.T, result string) float64 {
 	t.Helper()
 	v, err := testutil.GetCounterMetricValue(metrics.MisplacedEvictions.WithLabelValues(result))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+func notEvicted(t *testing.T, reason misplaced.NotEvicted) float64 {
+	t.Helper()
+	v, err := testutil.GetCounterMetricValue(metrics.MisplacedNotEvicted.WithLabelValues(string(reason)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,17 +208,22 @@ func TestReport(t *testing.T) {
 
 func TestEvict(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
-	execFormat := pod("batch-1", "arm-1", "multi", "Job")
+	execFormat := pod("batch-1", "amd-1", "arm", "Job")
 	execFormat.Status.ContainerStatuses = []v1.ContainerStatus{{Name: "app", LastTerminationState: v1.ContainerState{
 		Terminated: &v1.ContainerStateTerminated{Reason: "StartError", ExitCode: 128, Message: "exec format error"}}}}
+	// Its image claims linux/arm64, yet its binary is not of it: a replacement would
+	// be placed on arm64 again and fail again.
+	lying := pod("lying-1", "arm-1", "multi", "ReplicaSet")
+	lying.Status.ContainerStatuses = execFormat.Status.ContainerStatuses
 	f := newFixture(t, ctx, ModeEvict, 1, // one a minute: the second evictable pod waits
 		node("amd-1", "amd64"), node("arm-1", "arm64"),
 		pod("api-1", "amd-1", "arm", "ReplicaSet"),
 		pod("agent-1", "amd-1", "arm", "DaemonSet"),
 		pod("bare", "amd-1", "arm", ""),
 		pod("db-0", "amd-1", "arm", "StatefulSet"),
-		execFormat)
+		execFormat, lying)
 	evicted0, blocked0 := counter(t, metrics.EvictionEvicted), counter(t, metrics.EvictionBlocked)
+	lies0 := notEvicted(t, misplaced.NotEvictedImageLies)
 
 	for _, tc := range []struct {
 		key       string
@@ -215,9 +238,9 @@ func TestEvict(t *testing.T) {
 		// Reported, never evicted: a DaemonSet's pod comes back to its node, a bare pod
 		// would not come back.
 		{key: "shop/agent-1", events: []string{
-			"Warning ArchFilterMisplaced node amd-1 (linux/amd64) cannot run this pod: node-cannot-run: container \"app\" (arm) runs on linux/arm64, not on linux/amd64; not evicted: a DaemonSet pod: its replacement would be bound to the same node"}},
+			"Warning ArchFilterMisplaced node amd-1 (linux/amd64) cannot run this pod: node-cannot-run: container \"app\" (arm) runs on linux/arm64, not on linux/amd64; not evicted (daemonset): a DaemonSet pod: its replacement would be bound to the same node"}},
 		{key: "shop/bare", events: []string{
-			"Warning ArchFilterMisplaced node amd-1 (linux/amd64) cannot run this pod: node-cannot-run: container \"app\" (arm) runs on linux/arm64, not on linux/amd64; not evicted: no controller would recreate it"}},
+			"Warning ArchFilterMisplaced node amd-1 (linux/amd64) cannot run this pod: node-cannot-run: container \"app\" (arm) runs on linux/arm64, not on linux/amd64; not evicted (no-controller): no controller would recreate it"}},
 		// The rate limit: the next eviction waits for its slot, the event is not repeated.
 		{key: "shop/db-0", wantRetry: true, events: []string{
 			"Warning ArchFilterMisplaced node amd-1 (linux/amd64) cannot run this pod: node-cannot-run: container \"app\" (arm) runs on linux/arm64, not on linux/amd64"}},
@@ -241,8 +264,28 @@ func TestEvict(t *testing.T) {
 		t.Errorf("misplaced_evictions_total{result=evicted} grew by %v, want 1", got)
 	}
 
-	// A PodDisruptionBudget refuses: retried later, not forced; the slot is given back.
+	// The image lies: reported with why and counted once, though checked twice with
+	// every slot free; never evicted.
 	f.h.limiter.SetLimit(rate.Inf)
+	for range 2 {
+		if retry, err := f.h.sync(ctx, "shop/lying-1"); err != nil || retry != 0 {
+			t.Errorf("lying image: retry %v, err %v", retry, err)
+		}
+	}
+	if len(f.evictions) != 0 {
+		t.Errorf("a pod whose image lies was evicted: %v", f.evictions)
+	}
+	want := []string{"Warning ArchFilterMisplaced node arm-1 (linux/arm64) cannot run this pod: exec-format-error: last state terminated (StartError, exit code 128): exec format error; " +
+		"yet multi claims linux/arm64 (its manifest lists linux/amd64,linux/arm64): its binary is not of the platform its manifest says (kubectl archfilter check --deep multi shows it); " +
+		`not evicted (image-lies): container "app" fails with exec format error on linux/arm64, which its image multi claims: a replacement would be placed on the same platform and fail again (kubectl archfilter check --deep multi shows which binary is wrong)`}
+	if diff := cmp.Diff(want, f.events()); diff != "" {
+		t.Errorf("lying image: events (-want,+got):\n%s", diff)
+	}
+	if got := notEvicted(t, misplaced.NotEvictedImageLies) - lies0; got != 1 {
+		t.Errorf("misplaced_not_evicted_total{reason=image-lies} grew by %v, want 1", got)
+	}
+
+	// A PodDisruptionBudget refuses: retried later, not forced; the slot is given back.
 	f.refuse["batch-1"] = true
 	retry, err := f.h.sync(ctx, "shop/batch-1")
 	if err != nil || retry != blockedRetry || len(f.evictions) != 0 {
@@ -252,7 +295,7 @@ func TestEvict(t *testing.T) {
 		t.Errorf("misplaced_evictions_total{result=blocked} grew by %v, want 1", got)
 	}
 	evs := f.events()
-	if len(evs) != 2 || !strings.Contains(evs[0], "exec-format-error: last state terminated (StartError, exit code 128): exec format error") ||
+	if len(evs) != 2 || !strings.Contains(evs[0], "exec-format-error: last state terminated (StartError, exit code 128): exec format error") || strings.Contains(evs[0], "not evicted") ||
 		!strings.HasPrefix(evs[1], "Warning ArchFilterMisplacedEvictionBlocked") {
 		t.Errorf("events %q: want the finding, then the blocked eviction", evs)
 	}
@@ -270,5 +313,75 @@ func TestParseMode(t *testing.T) {
 	}
 	if _, err := ParseMode("on"); err == nil || !strings.Contains(err.Error(), `--misplaced "on"`) {
 		t.Errorf("ParseMode(on): %v, want an error naming the flag", err)
+	}
+}
+
+// TestMovedTag: a pod that runs an image with its node's platform is not misplaced
+// because its tag moved to one without it; the move is a note, once per pod.
+func TestMovedTag(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	running := pod("web-1", "arm-1", "moved", "ReplicaSet")
+	running.Status.ContainerStatuses = []v1.ContainerStatus{{Name: "app", Image: "moved", ImageID: "docker.io/library/moved@" + movedDigest,
+		State: v1.ContainerState{Running: &v1.ContainerStateRunning{}}}}
+	f := newFixture(t, ctx, ModeEvict, 60, node("arm-1", "arm64"), node("amd-1", "amd64"), running)
+	for range 2 {
+		if _, err := f.h.sync(ctx, "shop/web-1"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := []string{`Normal ArchFilterMisplacedNote tag-moved: container "app" (moved): the tag now points to an image without linux/arm64 (it runs on linux/amd64); ` +
+		"the pod runs docker.io/library/moved@" + movedDigest + ", which has it"}
+	if diff := cmp.Diff(want, f.events()); diff != "" {
+		t.Errorf("events (-want,+got):\n%s", diff)
+	}
+	if len(f.evictions) != 0 {
+		t.Errorf("evicted %v", f.evictions)
+	}
+	if got := gauge(t, misplaced.NodeCannotRun); got != 0 {
+		t.Errorf("misplaced_pods{kind=node-cannot-run} = %v, want 0", got)
+	}
+}
+
+// TestSeesLinuxNodesBesideTheController: the companion registers the placement
+// controller and then the watch in one informer factory, as its main does; the watch
+// still reads every node, and finds an amd64-only image on a linux/arm64 node from
+// the node's platform alone, with no exec format error.
+func TestSeesLinuxNodesBesideTheController(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	client := fake.NewClientset(node("arm-1", "arm64"), node("amd-1", "amd64"), pod("api-1", "arm-1", "amd", "ReplicaSet"))
+	s, err := decision.NewSettings(&config.ArchFilterArgs{FailurePolicy: config.FailurePolicyIgnore})
+	if err != nil {
+		t.Fatal(err)
+	}
+	factory, windows := informers.NewSharedInformerFactory(client, 0), controller.NewWindowsNodesFactory(client)
+	recorder := record.NewFakeRecorder(10)
+	if _, err := controller.New(controller.Options{Client: client, Informers: factory, WindowsNodes: windows.Core().V1().Nodes(),
+		Resolver: fixtureAnswers, Credentials: noCredentials{}, Recorder: recorder, Settings: s, MaxGated: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	h, err := New(Options{Client: client, Informers: factory, Resolver: fixtureAnswers, Credentials: noCredentials{}, Recorder: recorder,
+		Settings: s, Mode: ModeReport})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ictx, cancel := context.WithCancel(ctx)
+	for _, f := range []informers.SharedInformerFactory{factory, windows} {
+		f.Start(ictx.Done())
+	}
+	defer func() { cancel(); factory.Shutdown(); windows.Shutdown() }()
+	if !cache.WaitForCacheSync(ctx.Done(), h.synced...) {
+		t.Fatal("informers did not sync")
+	}
+	if _, err := h.sync(ctx, "shop/api-1"); err != nil {
+		t.Fatal(err)
+	}
+	want := `Warning ArchFilterMisplaced node arm-1 (linux/arm64) cannot run this pod: node-cannot-run: container "app" (amd) runs on linux/amd64, not on linux/arm64`
+	select {
+	case got := <-recorder.Events:
+		if got != want {
+			t.Errorf("event %q, want %q", got, want)
+		}
+	default:
+		t.Errorf("no event; want %q", want)
 	}
 }

@@ -96,6 +96,15 @@ var (
 		Help:           "Evictions of misplaced pods (--misplaced=evict), by result (evicted, blocked: a PodDisruptionBudget refused it for now, failed).",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"result"})
+	// MisplacedNotEvicted counts misplaced pods that eviction would not heal,
+	// once per pod and reason.
+	MisplacedNotEvicted = metrics.NewCounterVec(&metrics.CounterOpts{
+		Subsystem: subsystem,
+		Name:      "misplaced_not_evicted_total",
+		Help: "Misplaced pods an eviction would not heal, once per pod, by reason (image-lies: exec format error on a platform its image claims; " +
+			"no-node-for-replacement; running-image-unknown; no-platform-evidence; out-of-scope; daemonset; no-controller). Counted in both modes.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"reason"})
 )
 
 var registerOnce sync.Once
@@ -103,6 +112,6 @@ var registerOnce sync.Once
 // Register adds the metrics to the legacy registry, once.
 func Register() {
 	registerOnce.Do(func() {
-		legacyregistry.MustRegister(PodsGated, NotGated, GatedSeconds, AffinityWritten, FailOpen, MaxGatedSeconds, MisplacedPods, MisplacedEvictions)
+		legacyregistry.MustRegister(PodsGated, NotGated, GatedSeconds, AffinityWritten, FailOpen, MaxGatedSeconds, MisplacedPods, MisplacedEvictions, MisplacedNotEvicted)
 	})
 }

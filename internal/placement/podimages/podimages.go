@@ -28,9 +28,15 @@ type Resolver interface {
 // returns the answers as a lookup. The resolver caches its answers: a pod
 // whose images are known costs no registry request.
 func Resolve(ctx context.Context, r Resolver, c Credentials, pod *v1.Pod) decision.Lookup {
+	return ResolveRefs(ctx, r, c, pod, podplatform.Images(pod))
+}
+
+// ResolveRefs is Resolve for the references refs, with pod's credentials (the
+// misplaced-pod watch adds the digests the pod's containers run).
+func ResolveRefs(ctx context.Context, r Resolver, c Credentials, pod *v1.Pod, refs []string) decision.Lookup {
 	creds := c.ForPod(pod)
 	results := map[string]resolver.Result{}
-	for _, image := range podplatform.Images(pod) {
+	for _, image := range refs {
 		results[image] = r.Resolve(ctx, resolver.Request{Image: image, Credentials: creds})
 	}
 	return Lookup(results)

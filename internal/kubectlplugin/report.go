@@ -134,6 +134,9 @@ cannot run it; 0 otherwise.`,
 				writeLine(streams.Out, "")
 				printRunningTable(streams.Out, v.Running)
 			}
+			if output == string(outputTable) {
+				runningNotes(streams.Out, v.Running)
+			}
 			for _, row := range v.Workloads {
 				for _, e := range row.errs {
 					writeLine(streams.ErrOut, "error: %s/%s/%s: %s", row.Kind, row.Namespace, row.Name, e)

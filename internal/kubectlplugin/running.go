@@ -17,7 +17,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/archfilter/archfilter/pkg/misplaced"
-	"github.com/archfilter/archfilter/pkg/podplatform"
+	"github.com/archfilter/archfilter/pkg/platform"
 	"github.com/archfilter/archfilter/pkg/resolver"
 )
 
@@ -44,12 +44,31 @@ type runningRow struct {
 	Finding   string `json:"finding"`
 	Container string `json:"container,omitempty"`
 	Image     string `json:"image,omitempty"`
+	// Running is the image the container runs, its status' digest in the
+	// image's repository, when that is what was judged (not the tag's answer).
+	Running string `json:"running,omitempty"`
 	// ImagePlatforms are where the image runs (node-cannot-run).
 	ImagePlatforms string `json:"imagePlatforms,omitempty"`
 	Evidence       string `json:"evidence"`
 	// Skipped says why archfilter leaves the pod alone, when it does: then it
 	// would not place the pod's replacement either.
 	Skipped string `json:"skipped,omitempty"`
+	// NotEvicted says why evicting the pod would not heal it ("" when it
+	// would): the placement companion's --misplaced=evict decides the same.
+	NotEvicted    string `json:"notEvicted,omitempty"`
+	NotEvictedWhy string `json:"notEvictedWhy,omitempty"`
+}
+
+// runningNote is what was learnt about a bound pod that is not a finding: its
+// tag moved to an image without its node's platform, or the image it runs
+// could not be read.
+type runningNote struct {
+	Namespace string `json:"namespace"`
+	Pod       string `json:"pod"`
+	Container string `json:"container"`
+	Image     string `json:"image"`
+	Note      string `json:"note"`
+	Text      string `json:"text"`
 }
 
 // runningView is what report --running prints.
@@ -57,6 +76,9 @@ type runningView struct {
 	// Pods is the number of bound pods checked.
 	Pods     int          `json:"pods"`
 	Findings []runningRow `json:"findings"`
+	// Notes are information, not findings: a pod whose tag moved runs the
+	// image it started with.
+	Notes []runningNote `json:"notes,omitempty"`
 	// Errors are what could not be checked: images that did not resolve, events
 	// not read.
 	Errors []string `json:"errors,omitempty"`
@@ -99,12 +121,16 @@ func buildRunning(ctx context.Context, client kubernetes.Interface, ns string, r
 	}
 	owners := ownerNames{client: client, seen: map[string][2]string{}}
 	witness := newConfigWitness(reg, client)
+	clusterPlatforms := func() []platform.NodePlatform { return platformsOfNodes(nodes.Items) }
 	for i, pod := range pods {
 		r := misplaced.Find(dc.settings, misplaced.Input{Pod: pod, Node: byName[pod.Spec.NodeName], Events: events[pod.Namespace+"/"+pod.Name],
-			Namespaces: dc.namespaces, Lookup: func(image string) (resolver.Result, bool) {
+			Namespaces: dc.namespaces, ClusterPlatforms: clusterPlatforms, Lookup: func(image string) (resolver.Result, bool) {
 				res, ok := results[i][image]
 				return res, ok
 			}})
+		for _, n := range r.Notes {
+			v.Notes = append(v.Notes, runningNote{Namespace: pod.Namespace, Pod: pod.Name, Container: n.Container, Image: n.Image, Note: string(n.Kind), Text: n.Text})
+		}
 		for _, img := range r.Unresolved {
 			if err := results[i][img].Err; err != nil {
 				v.Errors = append(v.Errors, fmt.Sprintf("pod %s/%s: %v", pod.Namespace, pod.Name, err))
@@ -114,10 +140,12 @@ func buildRunning(ctx context.Context, client kubernetes.Interface, ns string, r
 			continue
 		}
 		kind, name := owners.of(ctx, pod)
+		notEvicted, why := r.Evictable(pod)
 		for _, f := range r.Findings {
 			v.Findings = append(v.Findings, runningRow{Kind: kind, Namespace: pod.Namespace, Name: name, Pod: pod.Name,
-				Node: f.Node, NodePlatform: f.NodePlatform, Finding: string(f.Kind), Container: f.Container, Image: f.Image,
-				ImagePlatforms: f.ImagePlatforms, Evidence: f.Evidence + witness.about(ctx, pod, f, byName[pod.Spec.NodeName]), Skipped: string(r.Skip)})
+				Node: f.Node, NodePlatform: f.NodePlatform, Finding: string(f.Kind), Container: f.Container, Image: f.Image, Running: f.Running,
+				ImagePlatforms: f.ImagePlatforms, Evidence: f.Evidence + witness.about(ctx, pod, f, byName[pod.Spec.NodeName]), Skipped: string(r.Skip),
+				NotEvicted: string(notEvicted), NotEvictedWhy: why})
 		}
 	}
 	sort.SliceStable(v.Findings, func(i, j int) bool {
@@ -127,8 +155,23 @@ func buildRunning(ctx context.Context, client kubernetes.Interface, ns string, r
 	return v, nil
 }
 
+// platformsOfNodes lists the distinct platforms of nodes, Windows builds
+// included (a replacement must match one of them).
+func platformsOfNodes(nodes []v1.Node) []platform.NodePlatform {
+	seen := map[platform.NodePlatform]bool{}
+	var out []platform.NodePlatform
+	for i := range nodes {
+		if np, ok := platform.FromNode(&nodes[i]); ok && !seen[np] {
+			seen[np] = true
+			out = append(out, np)
+		}
+	}
+	return out
+}
+
 // resolvePods resolves, per pod, the images of the pods whose node misplaced
-// checks against them, with each pod's pull secrets.
+// checks against them, and the digests their containers run, with each pod's
+// pull secrets.
 func resolvePods(ctx context.Context, client kubernetes.Interface, reg *registryFlags, dc *decider, pods []*v1.Pod) ([]map[string]resolver.Result, error) {
 	results := make([]map[string]resolver.Result, len(pods))
 	var reads []int
@@ -154,7 +197,7 @@ func resolvePods(ctx context.Context, client kubernetes.Interface, reg *registry
 		g.Go(func() error {
 			creds := store.ForPod(pods[i])
 			m := map[string]resolver.Result{}
-			for _, ref := range podplatform.Images(pods[i]) {
+			for _, ref := range misplaced.Images(pods[i]) {
 				m[ref] = s.resolver.Resolve(ctx, resolver.Request{Image: ref, Credentials: creds})
 			}
 			results[i] = m
@@ -294,6 +337,9 @@ func printRunningTable(w io.Writer, v *runningView) {
 		why := r.Evidence
 		if r.Finding == string(misplaced.NodeCannotRun) && r.Image != "" {
 			why = r.Image + " runs on " + r.ImagePlatforms
+			if r.Running != "" {
+				why = r.Image + " runs " + r.Running + ", on " + r.ImagePlatforms
+			}
 		}
 		if r.Skipped != "" {
 			why += " (not in archfilter's scope: " + r.Skipped + ")"
@@ -301,6 +347,13 @@ func printRunningTable(w io.Writer, v *runningView) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", workload, pod, node, r.Finding, cmp.Or(r.Container, "-"), why)
 	}
 	_ = tw.Flush()
+}
+
+// runningNotes prints the notes, which are information, not findings.
+func runningNotes(w io.Writer, v *runningView) {
+	for _, n := range v.Notes {
+		writeLine(w, "note: pod %s/%s, container %s (%s): %s", n.Namespace, n.Pod, n.Container, n.Image, n.Text)
+	}
 }
 
 // runningErrors prints what could not be checked, as the other commands print
@@ -319,6 +372,9 @@ func reportRunning(ctx context.Context, streams genericiooptions.IOStreams, clie
 	}
 	if err := printRunning(streams.Out, format, v); err != nil {
 		return err
+	}
+	if format == outputTable {
+		runningNotes(streams.Out, v)
 	}
 	runningErrors(streams.ErrOut, v)
 	return runningStatus(v)

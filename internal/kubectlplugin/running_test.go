@@ -44,6 +44,13 @@ func TestRunning(t *testing.T) {
 	lying := pod(owned("nightly-1-abc", "Job", "nightly-1"), "r1", fx.multiRef)
 	lying.Status.ContainerStatuses = []v1.ContainerStatus{{Name: "c0", LastTerminationState: v1.ContainerState{Terminated: &v1.ContainerStateTerminated{
 		Reason: "StartError", ExitCode: 128, Message: `exec: "/job": exec format error`}}}}
+	// web's tag moved: it pointed to an index for both platforms, which its pod on the
+	// arm64 node still runs, and now points to an amd64-only image.
+	before := m.Fixtures(t).Index("moving:v1", registrytest.OCI, "linux/amd64", "linux/arm64")
+	moved := m.Fixtures(t).Image("moving:v1", registrytest.Docker, "linux/amd64")
+	web := pod(owned("web-1", "ReplicaSet", "web-5c4"), "r1", moved.Ref)
+	web.Status.ContainerStatuses = []v1.ContainerStatus{{Name: "c0", Image: moved.Ref, ImageID: before.Repository + "@" + before.Digest,
+		State: v1.ContainerState{Running: &v1.ContainerStateRunning{}}}}
 	skipped := pod(owned("tool", "", ""), "a1", fx.armRef)
 	skipped.Annotations = map[string]string{annotations.Skip: "true"}
 	client := fake.NewClientset(
@@ -52,7 +59,7 @@ func TestRunning(t *testing.T) {
 		&batchv1.Job{ObjectMeta: owned("nightly-1", "CronJob", "nightly")},
 		pod(owned("api-7d9-x", "ReplicaSet", "api-7d9"), "a1", fx.armRef),
 		pod(owned("api-7d9-y", "ReplicaSet", "api-7d9"), "r1", fx.armRef),
-		lying,
+		lying, web,
 		pod(owned("agent-z", "DaemonSet", "agent"), "r1", fx.multiRef, fx.amdRef),
 		pod(owned("debug", "", ""), "r1", fx.host+"/missing:v1"),
 		pod(owned("pending", "", ""), "", fx.amdRef),
@@ -67,19 +74,27 @@ func TestRunning(t *testing.T) {
 	}
 	var got []string
 	for _, r := range v.Findings {
-		got = append(got, strings.Join([]string{r.Kind + "/" + r.Name, r.Pod, r.Node, r.NodePlatform, r.Finding, r.Container, r.Image, r.ImagePlatforms, r.Skipped}, " "))
+		got = append(got, strings.Join([]string{r.Kind + "/" + r.Name, r.Pod, r.Node, r.NodePlatform, r.Finding, r.Container, r.Image, r.ImagePlatforms, r.Skipped, r.NotEvicted}, " "))
 	}
+	// The lying image is never to be evicted (its replacement would fail on arm64
+	// again), the DaemonSet's and the skipped pod's neither; the Deployment's is.
 	want := []string{
-		"CronJob/nightly nightly-1-abc r1 linux/arm64 exec-format-error c0 " + fx.multiRef + "  ",
-		"DaemonSet/agent agent-z r1 linux/arm64 node-cannot-run c1 " + fx.amdRef + " linux/amd64 DaemonSet pod (daemonSetPolicy Skip)",
-		"Deployment/api api-7d9-x a1 linux/amd64 node-cannot-run c0 " + fx.armRef + " linux/arm/v7,linux/arm64 ",
-		"Pod/tool tool a1 linux/amd64 exec-format-error c0 " + fx.armRef + "  annotation archfilter.io/skip",
+		"CronJob/nightly nightly-1-abc r1 linux/arm64 exec-format-error c0 " + fx.multiRef + " linux/amd64,linux/arm64  image-lies",
+		"DaemonSet/agent agent-z r1 linux/arm64 node-cannot-run c1 " + fx.amdRef + " linux/amd64 DaemonSet pod (daemonSetPolicy Skip) out-of-scope",
+		"Deployment/api api-7d9-x a1 linux/amd64 node-cannot-run c0 " + fx.armRef + " linux/arm/v7,linux/arm64  ",
+		"Pod/tool tool a1 linux/amd64 exec-format-error c0 " + fx.armRef + "  annotation archfilter.io/skip out-of-scope",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("findings (-want,+got):\n%s", diff)
 	}
-	if v.Pods != 6 {
-		t.Errorf("%d bound pods checked, want 6 (not the pending one)", v.Pods)
+	if v.Pods != 7 {
+		t.Errorf("%d bound pods checked, want 7 (not the pending one)", v.Pods)
+	}
+	// The moved tag is information about web-1, which runs what it started with.
+	wantNotes := []runningNote{{Namespace: "shop", Pod: "web-1", Container: "c0", Image: moved.Ref, Note: "tag-moved",
+		Text: "the tag now points to an image without linux/arm64 (it runs on linux/amd64); the pod runs " + before.Repository + "@" + before.Digest + ", which has it"}}
+	if diff := cmp.Diff(wantNotes, v.Notes); diff != "" {
+		t.Errorf("notes (-want,+got):\n%s", diff)
 	}
 	if len(v.Errors) != 1 || !strings.Contains(v.Errors[0], "pod shop/debug") || !strings.Contains(v.Errors[0], "missing:v1") {
 		t.Errorf("errors %q: want the debug pod's unresolved image", v.Errors)

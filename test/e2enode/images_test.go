@@ -1,6 +1,7 @@
 package e2enode
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -31,6 +32,10 @@ type program struct {
 	// single-platform build pushes, and what containerd runs on any node
 	// without looking at its platform. Exactly one platform.
 	Plain bool
+	// Lies maps a platform to the architecture its binary is really built
+	// for: the image's index and config claim the platform, its binary is
+	// another's (the kernel refuses it with exec format error).
+	Lies map[string]string
 }
 
 // pushProgram cross-compiles p for each platform, builds the images with
@@ -41,7 +46,7 @@ func pushProgram(ctx context.Context, p program, ref string, caFile, workDir str
 	for _, arch := range p.Platforms {
 		out := filepath.Join(workDir, p.Pkg+"-"+arch)
 		cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags=-s -w", "-o", out, "./images/"+p.Pkg)
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+arch)
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+cmp.Or(p.Lies[arch], arch))
 		if b, err := cmd.CombinedOutput(); err != nil {
 			return "", fmt.Errorf("building %s for linux/%s: %v\n%s", p.Pkg, arch, err, b)
 		}

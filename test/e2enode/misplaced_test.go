@@ -37,21 +37,33 @@ func createMisplaced(ctx context.Context, t *testing.T, cs kubernetes.Interface,
 	if err := framework.ResetNamespace(ctx, cs, misplacedNS); err != nil {
 		t.Fatal(err)
 	}
-	labels := map[string]string{framework.LabelApp: misplacedApp}
-	spec := helloPod(misplacedApp, image, "", nil, v1.RestartPolicyAlways).Spec
+	return createOnRealNode(ctx, t, cs, e, misplacedApp, image, true)
+}
+
+// createOnRealNode creates in misplacedNS a Deployment of image that prefers the
+// real node, and returns its pod once bound there and, with execFormat, once its
+// container failed with exec format error, else once it runs.
+func createOnRealNode(ctx context.Context, t *testing.T, cs kubernetes.Interface, e env, app, image string, execFormat bool) *v1.Pod {
+	t.Helper()
+	labels := map[string]string{framework.LabelApp: app}
+	spec := helloPod(app, image, "", nil, v1.RestartPolicyAlways).Spec
 	spec.Containers[0].TerminationMessagePolicy = v1.TerminationMessageFallbackToLogsOnError
 	spec.Affinity = &v1.Affinity{NodeAffinity: &v1.NodeAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []v1.PreferredSchedulingTerm{{
 		Weight: 100, Preference: v1.NodeSelectorTerm{MatchExpressions: []v1.NodeSelectorRequirement{{
 			Key: v1.LabelHostname, Operator: v1.NodeSelectorOpIn, Values: []string{e.node}}}}}}}}
-	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: misplacedApp, Namespace: misplacedNS},
+	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: app, Namespace: misplacedNS},
 		Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](1), Selector: &metav1.LabelSelector{MatchLabels: labels},
 			Template: v1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: spec}}}
 	if _, err := cs.AppsV1().Deployments(misplacedNS).Create(ctx, d, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	what := app + " running on the real node"
+	if execFormat {
+		what = app + " failing with exec format error on the real node"
+	}
 	var p *v1.Pod
-	poll(ctx, t, misplacedApp+" failing with exec format error on the real node", func(ctx context.Context) (bool, error) {
-		pods, err := cs.CoreV1().Pods(misplacedNS).List(ctx, metav1.ListOptions{LabelSelector: framework.LabelApp + "=" + misplacedApp})
+	poll(ctx, t, what, func(ctx context.Context) (bool, error) {
+		pods, err := cs.CoreV1().Pods(misplacedNS).List(ctx, metav1.ListOptions{LabelSelector: framework.LabelApp + "=" + app})
 		if err != nil || len(pods.Items) != 1 {
 			return false, fmt.Errorf("%d pods (err %v)", len(pods.Items), err)
 		}
@@ -60,15 +72,59 @@ func createMisplaced(ctx context.Context, t *testing.T, cs kubernetes.Interface,
 			return false, fmt.Errorf("bound to %q, want the real node %s", p.Spec.NodeName, e.node)
 		}
 		for _, c := range p.Status.ContainerStatuses {
+			if !execFormat && c.State.Running != nil && c.ImageID != "" {
+				return true, nil
+			}
 			for _, st := range []v1.ContainerState{c.State, c.LastTerminationState} {
-				if st.Terminated != nil && misplaced.IsExecFormatError(st.Terminated.Message) {
+				if execFormat && st.Terminated != nil && misplaced.IsExecFormatError(st.Terminated.Message) {
 					return true, nil
 				}
 			}
 		}
-		return false, fmt.Errorf("no exec format error in %+v yet", p.Status.ContainerStatuses)
+		return false, fmt.Errorf("not yet: %+v", p.Status.ContainerStatuses)
 	})
 	return p
+}
+
+// podEvents lists the reasons and messages of the events on pod (this UID)
+// whose reason starts with prefix.
+func podEvents(ctx context.Context, t *testing.T, cs kubernetes.Interface, pod *v1.Pod, prefix string) []string {
+	t.Helper()
+	sel := fields.Set{"involvedObject.name": pod.Name, "involvedObject.uid": string(pod.UID)}.AsSelector().String()
+	evs, err := cs.CoreV1().Events(pod.Namespace).List(ctx, metav1.ListOptions{FieldSelector: sel})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, ev := range evs.Items {
+		if strings.HasPrefix(ev.Reason, prefix) {
+			out = append(out, ev.Reason+": "+ev.Message)
+		}
+	}
+	return out
+}
+
+// waitEvent waits for an event on pod whose "reason: message" contains want.
+func waitEvent(ctx context.Context, t *testing.T, cs kubernetes.Interface, pod *v1.Pod, want string) string {
+	t.Helper()
+	var got string
+	poll(ctx, t, fmt.Sprintf("an event %q on %s", want, pod.Name), func(ctx context.Context) (bool, error) {
+		for _, ev := range podEvents(ctx, t, cs, pod, "ArchFilter") {
+			if strings.Contains(ev, want) {
+				got = ev
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	return got
+}
+
+// stillThere reports whether pod (this UID) exists and is not being deleted.
+func stillThere(ctx context.Context, t *testing.T, cs kubernetes.Interface, pod *v1.Pod) bool {
+	t.Helper()
+	now, err := cs.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+	return err == nil && now.UID == pod.UID && now.DeletionTimestamp == nil
 }
 
 // reportRunning runs kubectl archfilter report --running as a user would, with
@@ -114,17 +170,7 @@ func waitHealed(ctx context.Context, t *testing.T, cs kubernetes.Interface, old 
 		}
 		return false, fmt.Errorf("%d pods, none new on an arm64 node", len(pods.Items))
 	})
-	sel := fields.Set{"involvedObject.name": old.Name, "involvedObject.uid": string(old.UID)}.AsSelector().String()
-	evs, err := cs.CoreV1().Events(misplacedNS).List(ctx, metav1.ListOptions{FieldSelector: sel})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var reasons []string
-	for _, ev := range evs.Items {
-		if strings.HasPrefix(ev.Reason, "ArchFilterMisplaced") {
-			reasons = append(reasons, ev.Reason+": "+ev.Message)
-		}
-	}
+	reasons := podEvents(ctx, t, cs, old, "ArchFilterMisplaced")
 	for _, want := range []string{"ArchFilterMisplaced: ", "ArchFilterMisplacedEvicted: "} {
 		if !containsPrefix(reasons, want) {
 			t.Errorf("no %s event on the evicted pod %s (events %q)", strings.TrimSuffix(want, ": "), old.Name, reasons)

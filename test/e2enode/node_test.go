@@ -95,6 +95,13 @@ var (
 	arm64Only = program{Pkg: "hello", Platforms: []string{"arm64"}, Plain: true}
 	multiArch = program{Pkg: "hello", Platforms: []string{"amd64", "arm64", "ppc64le", "s390x"}}
 	pause     = program{Pkg: "pause", Platforms: []string{"amd64"}}
+	// An image that lies: its index and configs claim linux/amd64 and
+	// linux/arm64, but the amd64 entry holds the arm64 binary.
+	lyingHello = program{Pkg: "hello", Platforms: []string{"amd64", "arm64"}, Lies: map[string]string{"amd64": "arm64"}}
+	// A tag that moves: first the pause program for both platforms, then for
+	// arm64 only.
+	pauseBoth  = program{Pkg: "pause", Platforms: []string{"amd64", "arm64"}}
+	pauseArm64 = program{Pkg: "pause", Platforms: []string{"arm64"}, Plain: true}
 )
 
 // row is one line of the placement/outcome table.

@@ -86,7 +86,29 @@ func TestPlacementChart(t *testing.T) {
 	// Before the install: a Deployment the default scheduler put on the amd64
 	// node with an arm64-only image, found by kubectl archfilter report --running.
 	oldPod := createMisplaced(ctx, t, cs, e, arm64Ref)
-	reportRunning(ctx, t, e, oldPod, arm64Ref)
+	// Beside it, two pods eviction must not touch: one whose image lies (its
+	// manifest claims linux/amd64, its binary is arm64's), and one that runs
+	// fine although its tag has since moved to an arm64-only image.
+	lyingRef, err := pushProgram(ctx, lyingHello, e.registry+"/archfilter-e2e/hello-lying:v1", e.registryCA, work)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lyingPod := createOnRealNode(ctx, t, cs, e, "lying", lyingRef, true)
+	movingTag := e.registry + "/archfilter-e2e/pause-moving:v1"
+	if _, err := pushProgram(ctx, pauseBoth, movingTag, e.registryCA, work); err != nil {
+		t.Fatal(err)
+	}
+	movedPod := createOnRealNode(ctx, t, cs, e, "moved", movingTag, false)
+	if _, err := pushProgram(ctx, pauseArm64, movingTag, e.registryCA, work); err != nil {
+		t.Fatal(err)
+	}
+	out := reportRunning(ctx, t, e, oldPod, arm64Ref)
+	if strings.Contains(out, movedPod.Name) {
+		t.Errorf("report --running reports %s, which runs the image it started with (its tag moved since):\n%s", movedPod.Name, out)
+	}
+	if want := ",lying," + lyingPod.Name + ","; !strings.Contains(out, want) {
+		t.Errorf("report --running does not report the pod whose image lies (%s):\n%s", lyingPod.Name, out)
+	}
 
 	// Pod Security Admission's restricted level where the chart installs:
 	// the scheduler's and the companion's pods, the upgrade's and the
@@ -104,6 +126,22 @@ func TestPlacementChart(t *testing.T) {
 
 	t.Run("a misplaced pod found, evicted and placed again on an arm64 node", func(t *testing.T) {
 		now, events := waitHealed(ctx, t, cs, oldPod)
+		// The same watch, with eviction slots to spare, evicts neither of the others.
+		lies := waitEvent(ctx, t, cs, lyingPod, "not evicted (image-lies)")
+		moved := waitEvent(ctx, t, cs, movedPod, "tag-moved")
+		for _, p := range []*v1.Pod{lyingPod, movedPod} {
+			if !stillThere(ctx, t, cs, p) || len(podEvents(ctx, t, cs, p, "ArchFilterMisplacedEvicted")) > 0 {
+				t.Errorf("%s was evicted", p.Name)
+			}
+		}
+		if evs := podEvents(ctx, t, cs, movedPod, "ArchFilterMisplaced:"); len(evs) > 0 {
+			t.Errorf("%s, which runs an image with its node's platform, reported misplaced: %q", movedPod.Name, evs)
+		}
+		rows = append(rows,
+			row{lyingPod.Name, "hello-lying", "linux/amd64 (an arm64 binary),linux/arm64", "default-scheduler (before the install)", lyingPod.Spec.NodeName,
+				nodeArch(ctx, cs, lyingPod.Spec.NodeName), "exec format error; reported, not evicted: " + lies},
+			row{movedPod.Name, "pause-moving", "linux/amd64,linux/arm64 (the tag now: linux/arm64)", "default-scheduler (before the install)", movedPod.Spec.NodeName,
+				nodeArch(ctx, cs, movedPod.Spec.NodeName), "Running, not misplaced: " + moved})
 		rows = append(rows,
 			row{oldPod.Name, "hello-arm64", platformsOf(arm64Only), "default-scheduler (before the install)", oldPod.Spec.NodeName,
 				nodeArch(ctx, cs, oldPod.Spec.NodeName), "exec format error; report --running: node-cannot-run, exec-format-error; evicted (" + fmt.Sprint(len(events)) + " events)"},

@@ -39,11 +39,15 @@ const (
 	// NotEvictedNoEvidence: only an exec format error, from an image whose
 	// platforms are not known: nothing shows a replacement would run.
 	NotEvictedNoEvidence NotEvicted = "no-platform-evidence"
+	// NotEvictedNotPlaced: nothing of archfilter would place the replacement
+	// now (the placement webhook is not serving yet, or, without the placement
+	// mode, the pod names a scheduler without ArchFilter): the caller decides.
+	NotEvictedNotPlaced NotEvicted = "replacement-not-placed"
 )
 
 // NotEvictedReasons lists every NotEvicted, for metrics.
 var NotEvictedReasons = []NotEvicted{NotEvictedOutOfScope, NotEvictedDaemonSet, NotEvictedNoController, NotEvictedImageLies,
-	NotEvictedRunningUnknown, NotEvictedNoNode, NotEvictedNoEvidence}
+	NotEvictedRunningUnknown, NotEvictedNoNode, NotEvictedNoEvidence, NotEvictedNotPlaced}
 
 // Evictable reports whether evicting the pod can help, and if not, why (reason
 // "" when it can). Evicting helps only when the replacement is placed where it

@@ -82,6 +82,9 @@ const (
 	retryMax     = 5 * time.Minute
 	// unresolvedRetry is when a pod whose images did not resolve is checked again.
 	unresolvedRetry = 5 * time.Minute
+	// notPlacedRetry is when a pod whose replacement nothing would place is
+	// checked again (the webhook may serve by then).
+	notPlacedRetry = 30 * time.Second
 )
 
 // Options configure the watch.
@@ -100,6 +103,12 @@ type Options struct {
 	// EvictionsPerMinute bounds evictions (a burst of one); must be positive
 	// in ModeEvict.
 	EvictionsPerMinute float64
+	// ReplacementPlaced says whether archfilter would place pod's replacement
+	// now, and if not why; nil means it always would. The placement mode
+	// answers from its webhook (a replacement admitted ungated would be placed
+	// blindly), heal-only mode from the pod's scheduler. A pod it refuses is
+	// reported and checked again after notPlacedRetry.
+	ReplacementPlaced func(pod *v1.Pod) (ok bool, why string)
 }
 
 // Healer watches bound pods.
@@ -257,14 +266,32 @@ func (h *Healer) sync(ctx context.Context, key string) (time.Duration, error) {
 		}
 		return 0, nil
 	}
-	reason, _ := r.Evictable(pod)
+	reason, why := h.evictable(pod, r)
 	if h.record(key, pod, r, reason) {
-		h.opts.Recorder.Event(pod, v1.EventTypeWarning, ReasonMisplaced, message(pod, r))
+		h.opts.Recorder.Event(pod, v1.EventTypeWarning, ReasonMisplaced, message(r, reason, why))
 	}
-	if h.opts.Mode != ModeEvict || reason != "" {
+	switch {
+	case h.opts.Mode != ModeEvict:
+		return 0, nil
+	case reason == misplaced.NotEvictedNotPlaced:
+		return notPlacedRetry, nil
+	case reason != "":
 		return 0, nil
 	}
 	return h.evict(ctx, pod)
+}
+
+// evictable is Report.Evictable, and then whether archfilter would place the
+// replacement now.
+func (h *Healer) evictable(pod *v1.Pod, r misplaced.Report) (misplaced.NotEvicted, string) {
+	reason, why := r.Evictable(pod)
+	if reason != "" || h.opts.ReplacementPlaced == nil {
+		return reason, why
+	}
+	if ok, why := h.opts.ReplacementPlaced(pod); !ok {
+		return misplaced.NotEvictedNotPlaced, why
+	}
+	return "", ""
 }
 
 // resolve asks the registries for the platforms of pod's images and of the
@@ -296,14 +323,14 @@ func (h *Healer) clusterPlatforms() []platform.NodePlatform {
 
 // message is the event's text: the node, each finding, and what the companion
 // does about it.
-func message(pod *v1.Pod, r misplaced.Report) string {
+func message(r misplaced.Report, reason misplaced.NotEvicted, why string) string {
 	var parts []string
 	for _, f := range r.Findings {
 		parts = append(parts, string(f.Kind)+": "+f.Evidence)
 	}
 	f := r.Findings[0]
 	msg := fmt.Sprintf("node %s (%s) cannot run this pod: %s", f.Node, f.NodePlatform, strings.Join(parts, "; "))
-	if reason, why := r.Evictable(pod); reason != "" {
+	if reason != "" {
 		msg += "; not evicted (" + string(reason) + "): " + why
 	}
 	return msg

@@ -385,3 +385,28 @@ func TestSeesLinuxNodesBesideTheController(t *testing.T) {
 		t.Errorf("no event; want %q", want)
 	}
 }
+
+// TestWaitsUntilTheReplacementIsPlaced: while nothing of archfilter would place a
+// replacement (the webhook not serving yet), a pod eviction would heal is reported,
+// not evicted, and checked again; once the webhook serves, it is evicted.
+func TestWaitsUntilTheReplacementIsPlaced(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	f := newFixture(t, ctx, ModeEvict, 60, node("amd-1", "amd64"), node("arm-1", "arm64"), pod("api-1", "amd-1", "arm", "ReplicaSet"))
+	serving := false
+	f.h.opts.ReplacementPlaced = func(*v1.Pod) (bool, string) {
+		return serving, "the placement webhook does not serve yet: a replacement would be admitted ungated"
+	}
+	retry, err := f.h.sync(ctx, "shop/api-1")
+	if err != nil || retry != notPlacedRetry || len(f.evictions) != 0 {
+		t.Errorf("webhook not serving: retry %v, err %v, evictions %v; want none, checked again in %v", retry, err, f.evictions, notPlacedRetry)
+	}
+	want := []string{`Warning ArchFilterMisplaced node amd-1 (linux/amd64) cannot run this pod: node-cannot-run: container "app" (arm) runs on linux/arm64, not on linux/amd64; ` +
+		"not evicted (replacement-not-placed): the placement webhook does not serve yet: a replacement would be admitted ungated"}
+	if diff := cmp.Diff(want, f.events()); diff != "" {
+		t.Errorf("events (-want,+got):\n%s", diff)
+	}
+	serving = true
+	if retry, err := f.h.sync(ctx, "shop/api-1"); err != nil || retry != 0 || !cmp.Equal(f.evictions, []string{"api-1"}) {
+		t.Errorf("webhook serving: retry %v, err %v, evictions %v; want api-1 evicted", retry, err, f.evictions)
+	}
+}

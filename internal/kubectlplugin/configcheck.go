@@ -359,13 +359,18 @@ func (w *configWitness) init(ctx context.Context) error {
 	return nil
 }
 
-// about is evidence for finding f of pod on node: what the configs of its image say,
-// for an exec format error; "" for any other finding.
+// about is evidence for finding f of pod on node: what the configs of its image say
+// (the image the container runs, when its status names it), for an exec format error;
+// "" for any other finding.
 func (w *configWitness) about(ctx context.Context, pod *v1.Pod, f misplaced.Finding, node *v1.Node) string {
 	if f.Kind != misplaced.ExecFormatError {
 		return ""
 	}
-	return w.evidence(ctx, pod, f.Image, node)
+	image := f.Image
+	if f.Running != "" {
+		image = f.Running
+	}
+	return w.evidence(ctx, pod, image, node)
 }
 
 // evidence is what the configs of image say about a container of pod that failed with

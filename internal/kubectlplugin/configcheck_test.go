@@ -343,8 +343,14 @@ func TestRunningConfigEvidence(t *testing.T) {
 				LastTerminationState: v1.ContainerState{Terminated: &v1.ContainerStateTerminated{
 					Reason: "StartError", ExitCode: 128, Message: `exec: "/app": exec format error`}}}}}}
 	}
+	// The pod runs the lying index that moved:v1 named when it started; the tag now
+	// names an honest one. The image that runs is the one whose configs are read.
+	f := m.Fixtures(t)
+	ran := f.Mislabelled("moved:old", registrytest.Claim{Index: "linux/amd64", Config: "linux/amd64"}, registrytest.Claim{Index: "linux/arm64", Config: "linux/amd64"})
+	moved := failing("moved", "r1", f.Index("moved:v1", registrytest.OCI, "linux/amd64", "linux/arm64").Ref)
+	moved.Status.ContainerStatuses[0].ImageID = ran.DigestRef()
 	client := fake.NewClientset(node("a1", "linux", "amd64"), node("r1", "linux", "arm64"),
-		failing("on-arm", "r1", fx.lying.Ref), failing("on-amd", "a1", fx.lying.Ref), failing("honest", "r1", fx.honest.Ref))
+		failing("on-arm", "r1", fx.lying.Ref), failing("on-amd", "a1", fx.lying.Ref), failing("honest", "r1", fx.honest.Ref), moved)
 	reg := &registryFlags{insecure: []string{fx.host}, timeout: 10 * time.Second}
 	v, err := buildRunning(context.Background(), client, "shop", reg, testDecider(t))
 	if err != nil {
@@ -366,6 +372,7 @@ func TestRunningConfigEvidence(t *testing.T) {
 		"on-arm": "the index claims linux/arm64 but its config (" + cfg + ") says linux/amd64",
 		"on-amd": "",
 		"honest": "",
+		"moved":  "the index claims linux/arm64 but its config (" + shortDigest(configOf(t, m, ran, 1)) + ") says linux/amd64",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("config evidence of exec format errors (-want,+got):\n%s", diff)

@@ -213,9 +213,18 @@ func Run(ctx context.Context, o *Options) error {
 	}
 
 	run := ctrl.Run
+	factories := []informers.SharedInformerFactory{factory, windowsNodes}
 	if mode, _ := heal.ParseMode(o.Misplaced); mode != heal.ModeOff {
+		// An eviction waits until the webhook gates the replacement (webhookReach).
+		var slices informers.SharedInformerFactory
+		if reg.Service != nil {
+			slices = endpointSlicesFactory(client, reg.Service.Namespace, reg.Service.Name)
+			factories = append(factories, slices)
+		}
+		reach := newWebhookReach(ctx, client, reg, settings.Schedulers, slices)
 		h, err := heal.New(heal.Options{Client: client, Informers: factory, Resolver: rc.Resolver, Credentials: rc.Credentials,
-			Recorder: recorder, Settings: settings, Namespaces: namespaces, Mode: mode, EvictionsPerMinute: o.EvictionsPerMinute})
+			Recorder: recorder, Settings: settings, Namespaces: namespaces, Mode: mode, EvictionsPerMinute: o.EvictionsPerMinute,
+			ReplacementPlaced: reach.placed, UnresolvedRetry: args.Cache.NegativeTTL.Duration})
 		if err != nil {
 			return err
 		}
@@ -255,7 +264,7 @@ func Run(ctx context.Context, o *Options) error {
 		go func() { errc <- serve() }()
 		defer msrv.Close()
 	}
-	for _, f := range []informers.SharedInformerFactory{factory, windowsNodes} {
+	for _, f := range factories {
 		f.Start(ctx.Done())
 		defer f.Shutdown()
 	}
@@ -580,7 +589,9 @@ func (o *Options) runHeal(ctx context.Context, client kubernetes.Interface, args
 	}
 	mode, _ := heal.ParseMode(o.Misplaced)
 	h, err := heal.New(heal.Options{Client: client, Informers: factory, Resolver: rc.Resolver, Credentials: rc.Credentials,
-		Recorder: recorder, Settings: settings, Namespaces: namespaceLabels(ctx, client, factory, settings), Mode: mode, EvictionsPerMinute: o.EvictionsPerMinute})
+		Recorder: recorder, Settings: settings, Namespaces: namespaceLabels(ctx, client, factory, settings), Mode: mode, EvictionsPerMinute: o.EvictionsPerMinute,
+		// No webhook: only an ArchFilter scheduler places a replacement by its images.
+		ReplacementPlaced: archFilterSchedulerPlaces(settings.Schedulers), UnresolvedRetry: args.Cache.NegativeTTL.Duration})
 	if err != nil {
 		return err
 	}

@@ -80,7 +80,8 @@ const (
 	blockedRetry = 30 * time.Second
 	retryBase    = time.Second
 	retryMax     = 5 * time.Minute
-	// unresolvedRetry is when a pod whose images did not resolve is checked again.
+	// unresolvedRetry is when a pod whose images did not resolve is checked
+	// again, unless Options.UnresolvedRetry says otherwise.
 	unresolvedRetry = 5 * time.Minute
 	// notPlacedRetry is when a pod whose replacement nothing would place is
 	// checked again (the webhook may serve by then).
@@ -109,6 +110,12 @@ type Options struct {
 	// blindly), heal-only mode from the pod's scheduler. A pod it refuses is
 	// reported and checked again after notPlacedRetry.
 	ReplacementPlaced func(pod *v1.Pod) (ok bool, why string)
+	// UnresolvedRetry is when a pod whose images did not resolve is checked
+	// again; 0 means unresolvedRetry. The companion passes the resolver's
+	// cache.negativeTTL: a failure is kept that long, so an earlier check
+	// learns nothing, and a later one leaves a pod that a registry outage hid
+	// misplaced for longer than the outage.
+	UnresolvedRetry time.Duration
 }
 
 // Healer watches bound pods.
@@ -145,6 +152,9 @@ func New(opts Options) (*Healer, error) {
 	}
 	if opts.Settings == nil {
 		return nil, errors.New("no settings")
+	}
+	if opts.UnresolvedRetry <= 0 {
+		opts.UnresolvedRetry = unresolvedRetry
 	}
 	metrics.Register()
 	h := &Healer{
@@ -261,8 +271,8 @@ func (h *Healer) sync(ctx context.Context, key string) (time.Duration, error) {
 		if len(r.Unresolved) > 0 {
 			// Judged again later, when the resolver's cached failures may have
 			// expired; quietly: the placement controller reports resolution errors.
-			klog.FromContext(ctx).V(4).Info("Images of a bound pod not resolved; checked again later", "pod", klog.KObj(pod), "images", r.Unresolved, "after", unresolvedRetry)
-			return unresolvedRetry, nil
+			klog.FromContext(ctx).V(4).Info("Images of a bound pod not resolved; checked again later", "pod", klog.KObj(pod), "images", r.Unresolved, "after", h.opts.UnresolvedRetry)
+			return h.opts.UnresolvedRetry, nil
 		}
 		return 0, nil
 	}

@@ -410,3 +410,15 @@ func TestWaitsUntilTheReplacementIsPlaced(t *testing.T) {
 		t.Errorf("webhook serving: retry %v, err %v, evictions %v; want api-1 evicted", retry, err, f.evictions)
 	}
 }
+
+// TestUnresolvedRetry: a pod whose images do not resolve (a registry down) is
+// checked again after Options.UnresolvedRetry, the resolver's negative TTL, so
+// that a pod placed blind during an outage is healed soon after it.
+func TestUnresolvedRetry(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	f := newFixture(t, ctx, ModeEvict, 60, node("amd-1", "amd64"), pod("gone-1", "amd-1", "missing", "ReplicaSet"))
+	f.h.opts.UnresolvedRetry = 30 * time.Second
+	if retry, err := f.h.sync(ctx, "shop/gone-1"); err != nil || retry != 30*time.Second || len(f.evictions) != 0 {
+		t.Errorf("retry %v, err %v, evictions %v; want none, checked again in 30s", retry, err, f.evictions)
+	}
+}

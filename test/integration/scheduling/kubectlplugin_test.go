@@ -53,8 +53,9 @@ type shopImages struct {
 	pub, priv                     string // registry hosts
 	web, proxy, agent, chart, api string
 	// webAMD64 pins web's linux/amd64 manifest by digest (a narrowing pin); server is
-	// an index whose linux/arm64 entry holds an x86-64 binary (a lying image).
-	webAMD64, server string
+	// an index whose linux/arm64 entry holds an x86-64 binary (a lying image); relay's
+	// linux/arm64 entry is the linux/amd64 build, config and all.
+	webAMD64, server, relay string
 }
 
 // TestKubectlPlugin runs kubectl archfilter's four commands as main does, through a
@@ -115,6 +116,8 @@ func TestKubectlPlugin(t *testing.T) {
 		{"inspect-yaml", noCredentials, []string{"inspect", "-o", "yaml", img.agent}, 0},
 		// The arm64 entry of tools/server holds the amd64 build.
 		{"inspect-deep", noCredentials, []string{"inspect", "--deep", img.server}, kubectlplugin.ExitFailed},
+		// The arm64 entry of tools/relay has the amd64 build's config.
+		{"inspect-config", noCredentials, []string{"inspect", img.relay}, kubectlplugin.ExitFailed},
 		// A CI job: the private registry's credentials are in its docker config.
 		{"check", ciCredentials, []string{"check", "-f", "shop.yaml", "--platforms", "linux/amd64,linux/arm64"}, kubectlplugin.ExitFailed},
 		{"check-affinity", ciCredentials, []string{"check", "-f", "shop.yaml", "--emit-affinity"}, kubectlplugin.ExitFailed},
@@ -306,6 +309,8 @@ func pushShopImages(t *testing.T) shopImages {
 		server: fp.RunnableIndex("tools/server:v1",
 			registrytest.Runnable{Platform: "linux/amd64", Config: entry, Layers: server("amd64")},
 			registrytest.Runnable{Platform: "linux/arm64", Config: entry, Layers: server("amd64")}).Ref,
+		relay: fp.Mislabelled("tools/relay:v1", registrytest.Claim{Index: "linux/amd64", Config: "linux/amd64"},
+			registrytest.Claim{Index: "linux/arm64", Config: "linux/amd64"}).Ref,
 	}
 }
 

@@ -224,7 +224,7 @@ func Run(ctx context.Context, o *Options) error {
 		reach := newWebhookReach(ctx, client, reg, settings.Schedulers, slices)
 		h, err := heal.New(heal.Options{Client: client, Informers: factory, Resolver: rc.Resolver, Credentials: rc.Credentials,
 			Recorder: recorder, Settings: settings, Namespaces: namespaces, Mode: mode, EvictionsPerMinute: o.EvictionsPerMinute,
-			ReplacementPlaced: reach.placed, UnresolvedRetry: args.Cache.NegativeTTL.Duration})
+			ReplacementPlaced: reach.placed, NegativeTTL: args.Cache.NegativeTTL.Duration})
 		if err != nil {
 			return err
 		}
@@ -591,7 +591,7 @@ func (o *Options) runHeal(ctx context.Context, client kubernetes.Interface, args
 	h, err := heal.New(heal.Options{Client: client, Informers: factory, Resolver: rc.Resolver, Credentials: rc.Credentials,
 		Recorder: recorder, Settings: settings, Namespaces: namespaceLabels(ctx, client, factory, settings), Mode: mode, EvictionsPerMinute: o.EvictionsPerMinute,
 		// No webhook: only an ArchFilter scheduler places a replacement by its images.
-		ReplacementPlaced: archFilterSchedulerPlaces(settings.Schedulers), UnresolvedRetry: args.Cache.NegativeTTL.Duration})
+		ReplacementPlaced: archFilterSchedulerPlaces(settings.Schedulers), NegativeTTL: args.Cache.NegativeTTL.Duration})
 	if err != nil {
 		return err
 	}

@@ -80,9 +80,8 @@ const (
 	blockedRetry = 30 * time.Second
 	retryBase    = time.Second
 	retryMax     = 5 * time.Minute
-	// unresolvedRetry is when a pod whose images did not resolve is checked
-	// again, unless Options.UnresolvedRetry says otherwise.
-	unresolvedRetry = 5 * time.Minute
+	// defaultNegativeTTL is Options.NegativeTTL's default.
+	defaultNegativeTTL = 30 * time.Second
 	// notPlacedRetry is when a pod whose replacement nothing would place is
 	// checked again (the webhook may serve by then).
 	notPlacedRetry = 30 * time.Second
@@ -110,12 +109,16 @@ type Options struct {
 	// blindly), heal-only mode from the pod's scheduler. A pod it refuses is
 	// reported and checked again after notPlacedRetry.
 	ReplacementPlaced func(pod *v1.Pod) (ok bool, why string)
-	// UnresolvedRetry is when a pod whose images did not resolve is checked
-	// again; 0 means unresolvedRetry. The companion passes the resolver's
-	// cache.negativeTTL: a failure is kept that long, so an earlier check
-	// learns nothing, and a later one leaves a pod that a registry outage hid
-	// misplaced for longer than the outage.
-	UnresolvedRetry time.Duration
+	// NegativeTTL is how long a failed resolution is kept (cache.negativeTTL;
+	// 0 means 30s), by this watch's resolver and by the scheduler's or the
+	// placement controller's. A pod whose images did not resolve is checked
+	// again after it: sooner learns nothing, later leaves a pod that a
+	// registry outage hid misplaced longer than the outage. And a replacement
+	// of a pod this watch evicted, placed where it cannot run again (its
+	// scheduler still serving the outage's failure, under failurePolicy
+	// Ignore), is evicted again only NegativeTTL after that eviction, when the
+	// failure has expired: sooner would only repeat the blind placement.
+	NegativeTTL time.Duration
 }
 
 // Healer watches bound pods.
@@ -131,6 +134,9 @@ type Healer struct {
 	// found holds, per pod key, the UID and the kinds found, for the gauge and
 	// so that each pod gets its event once.
 	found map[string]podState
+	// evicted holds, per controller UID, when this watch last evicted one of
+	// its pods (entries older than NegativeTTL are dropped).
+	evicted map[types.UID]time.Time
 }
 
 type podState struct {
@@ -153,13 +159,14 @@ func New(opts Options) (*Healer, error) {
 	if opts.Settings == nil {
 		return nil, errors.New("no settings")
 	}
-	if opts.UnresolvedRetry <= 0 {
-		opts.UnresolvedRetry = unresolvedRetry
+	if opts.NegativeTTL <= 0 {
+		opts.NegativeTTL = defaultNegativeTTL
 	}
 	metrics.Register()
 	h := &Healer{
 		opts:    opts,
 		found:   map[string]podState{},
+		evicted: map[types.UID]time.Time{},
 		limiter: rate.NewLimiter(rate.Limit(opts.EvictionsPerMinute/60), 1),
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.NewTypedItemExponentialFailureRateLimiter[string](retryBase, retryMax),
@@ -271,8 +278,8 @@ func (h *Healer) sync(ctx context.Context, key string) (time.Duration, error) {
 		if len(r.Unresolved) > 0 {
 			// Judged again later, when the resolver's cached failures may have
 			// expired; quietly: the placement controller reports resolution errors.
-			klog.FromContext(ctx).V(4).Info("Images of a bound pod not resolved; checked again later", "pod", klog.KObj(pod), "images", r.Unresolved, "after", h.opts.UnresolvedRetry)
-			return h.opts.UnresolvedRetry, nil
+			klog.FromContext(ctx).V(4).Info("Images of a bound pod not resolved; checked again later", "pod", klog.KObj(pod), "images", r.Unresolved, "after", h.opts.NegativeTTL)
+			return h.opts.NegativeTTL, nil
 		}
 		return 0, nil
 	}
@@ -288,7 +295,47 @@ func (h *Healer) sync(ctx context.Context, key string) (time.Duration, error) {
 	case reason != "":
 		return 0, nil
 	}
+	if wait := h.evictedRecently(pod, time.Now()); wait > 0 {
+		klog.FromContext(ctx).V(2).Info("Replacement of an evicted pod misplaced again: evicted again once the failures that placed it blind have expired",
+			"pod", klog.KObj(pod), "node", pod.Spec.NodeName, "after", wait)
+		return wait, nil
+	}
 	return h.evict(ctx, pod)
+}
+
+// evictedRecently says how long to wait before evicting pod: until
+// NegativeTTL after this watch evicted a pod of the same controller, when pod
+// was created after that eviction (its replacement, or a later one); 0 for
+// any other pod, such as a sibling that existed before.
+func (h *Healer) evictedRecently(pod *v1.Pod, now time.Time) time.Duration {
+	ref := metav1.GetControllerOf(pod)
+	if ref == nil {
+		return 0
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	at, ok := h.evicted[ref.UID]
+	// The creation time has whole seconds.
+	if !ok || pod.CreationTimestamp.Time.Before(at.Truncate(time.Second)) {
+		return 0
+	}
+	return max(0, at.Add(h.opts.NegativeTTL).Sub(now))
+}
+
+// noteEviction records that a pod of pod's controller was evicted at now.
+func (h *Healer) noteEviction(pod *v1.Pod, now time.Time) {
+	ref := metav1.GetControllerOf(pod)
+	if ref == nil {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for uid, at := range h.evicted {
+		if now.Sub(at) > h.opts.NegativeTTL {
+			delete(h.evicted, uid)
+		}
+	}
+	h.evicted[ref.UID] = now
 }
 
 // evictable is Report.Evictable, and then whether archfilter would place the
@@ -451,6 +498,7 @@ func (h *Healer) evict(ctx context.Context, pod *v1.Pod) (time.Duration, error) 
 	})
 	switch {
 	case err == nil:
+		h.noteEviction(pod, time.Now())
 		metrics.MisplacedEvictions.WithLabelValues(metrics.EvictionEvicted).Inc()
 		logger.Info("Evicted misplaced pod", "pod", klog.KObj(pod), "node", pod.Spec.NodeName)
 		h.opts.Recorder.Eventf(pod, v1.EventTypeNormal, ReasonEvicted, "evicted from node %s, which cannot run it, so that its controller recreates it and archfilter places it", pod.Spec.NodeName)

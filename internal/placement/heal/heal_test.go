@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
@@ -170,8 +171,8 @@ func TestReport(t *testing.T) {
 		pod("api-1", "amd-1", "arm", "ReplicaSet"), pod("api-2", "arm-1", "arm", "ReplicaSet"), pod("web-1", "amd-1", "multi", "ReplicaSet"),
 		pod("gone-1", "amd-1", "missing", "ReplicaSet"))
 	// An image that does not resolve: no finding, checked again later.
-	if retry, err := f.h.sync(ctx, "shop/gone-1"); err != nil || retry != unresolvedRetry {
-		t.Errorf("unresolved image: retry %v, err %v; want a retry in %v", retry, err, unresolvedRetry)
+	if retry, err := f.h.sync(ctx, "shop/gone-1"); err != nil || retry != defaultNegativeTTL {
+		t.Errorf("unresolved image: retry %v, err %v; want a retry in %v", retry, err, defaultNegativeTTL)
 	}
 	for _, key := range []string{"shop/api-1", "shop/api-2", "shop/web-1", "shop/api-1"} {
 		if _, err := f.h.sync(ctx, key); err != nil {
@@ -412,13 +413,73 @@ func TestWaitsUntilTheReplacementIsPlaced(t *testing.T) {
 }
 
 // TestUnresolvedRetry: a pod whose images do not resolve (a registry down) is
-// checked again after Options.UnresolvedRetry, the resolver's negative TTL, so
+// checked again after Options.NegativeTTL, when the resolver asks again, so
 // that a pod placed blind during an outage is healed soon after it.
 func TestUnresolvedRetry(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	f := newFixture(t, ctx, ModeEvict, 60, node("amd-1", "amd64"), pod("gone-1", "amd-1", "missing", "ReplicaSet"))
-	f.h.opts.UnresolvedRetry = 30 * time.Second
-	if retry, err := f.h.sync(ctx, "shop/gone-1"); err != nil || retry != 30*time.Second || len(f.evictions) != 0 {
-		t.Errorf("retry %v, err %v, evictions %v; want none, checked again in 30s", retry, err, f.evictions)
+	f.h.opts.NegativeTTL = 20 * time.Second
+	if retry, err := f.h.sync(ctx, "shop/gone-1"); err != nil || retry != 20*time.Second || len(f.evictions) != 0 {
+		t.Errorf("retry %v, err %v, evictions %v; want none, checked again in 20s", retry, err, f.evictions)
+	}
+}
+
+// TestReplacementMisplacedAgain: the replacement of a pod the watch evicted,
+// placed where it cannot run again (its scheduler still serving a failed
+// resolution), is evicted again only NegativeTTL after the first eviction; a
+// sibling that existed before that eviction is evicted at once.
+func TestReplacementMisplacedAgain(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	owned := func(p *v1.Pod, uid string, created time.Time) *v1.Pod {
+		p.OwnerReferences[0].UID = types.UID(uid)
+		p.CreationTimestamp = metav1.NewTime(created)
+		return p
+	}
+	start := time.Now().Add(-time.Minute)
+	f := newFixture(t, ctx, ModeEvict, 600, node("amd-1", "amd64"), node("arm-1", "arm64"),
+		owned(pod("api-1", "amd-1", "arm", "ReplicaSet"), "rs-api", start),
+		owned(pod("api-2", "amd-1", "arm", "ReplicaSet"), "rs-api", start),
+		owned(pod("web-1", "amd-1", "arm", "ReplicaSet"), "rs-web", start))
+	if retry, err := f.h.sync(ctx, "shop/api-1"); err != nil || retry != 0 || !cmp.Equal(f.evictions, []string{"api-1"}) {
+		t.Fatalf("first eviction: retry %v, err %v, evictions %v; want api-1 evicted", retry, err, f.evictions)
+	}
+	// The sibling existed before: evicted (after the rate limiter's slot).
+	if err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 5*time.Second, true, func(ctx context.Context) (bool, error) {
+		_, err := f.h.sync(ctx, "shop/api-2")
+		return len(f.evictions) == 2, err
+	}); err != nil {
+		t.Fatalf("sibling api-2 not evicted: %v (evictions %v)", err, f.evictions)
+	}
+	// The replacement, created after the eviction and placed blind again.
+	again := owned(pod("api-1-again", "amd-1", "arm", "ReplicaSet"), "rs-api", time.Now())
+	if _, err := f.client.CoreV1().Pods("shop").Create(ctx, again, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 5*time.Second, true, func(context.Context) (bool, error) {
+		_, err := f.h.pods.Pods("shop").Get("api-1-again")
+		return err == nil, nil
+	}); err != nil {
+		t.Fatal("the informer does not see the replacement")
+	}
+	retry, err := f.h.sync(ctx, "shop/api-1-again")
+	if err != nil || retry <= defaultNegativeTTL-5*time.Second || retry > defaultNegativeTTL || len(f.evictions) != 2 {
+		t.Errorf("replacement misplaced again: retry %v, err %v, evictions %v; want none, evicted again within %v", retry, err, f.evictions, defaultNegativeTTL)
+	}
+	// Once NegativeTTL has passed since the eviction, it is evicted.
+	f.h.mu.Lock()
+	f.h.evicted["rs-api"] = time.Now().Add(-defaultNegativeTTL)
+	f.h.mu.Unlock()
+	if err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 5*time.Second, true, func(ctx context.Context) (bool, error) {
+		_, err := f.h.sync(ctx, "shop/api-1-again")
+		return len(f.evictions) == 3, err
+	}); err != nil {
+		t.Errorf("replacement not evicted after NegativeTTL: %v (evictions %v)", err, f.evictions)
+	}
+	// Another controller's pod is not held back.
+	if err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 5*time.Second, true, func(ctx context.Context) (bool, error) {
+		_, err := f.h.sync(ctx, "shop/web-1")
+		return len(f.evictions) == 4, err
+	}); err != nil {
+		t.Errorf("web-1 not evicted: %v (evictions %v)", err, f.evictions)
 	}
 }

@@ -257,6 +257,18 @@ func hookCommand(ctx context.Context, t *testing.T, kube kubernetes.Interface, r
 	if len(hooks) == 0 {
 		t.Fatalf("release %s has no scheduler uninstall hook", rel.Name)
 	}
+	// A revision's hook replaces the last one's, as Helm's
+	// before-hook-creation does.
+	for _, o := range hooks {
+		_ = client.delete(ctx, o)
+		err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+			_, err := client.get(ctx, o)
+			return apierrors.IsNotFound(err), nil
+		})
+		if err != nil {
+			t.Fatalf("the last revision's hook %s is still there: %v", id(o), err)
+		}
+	}
 	for _, o := range hooks {
 		if err := client.create(ctx, o, true); err != nil {
 			t.Errorf("hook %s refused by the API server (dry run): %v", id(o), err)
@@ -264,7 +276,7 @@ func hookCommand(ctx context.Context, t *testing.T, kube kubernetes.Interface, r
 	}
 	job := one[*batchv1.Job](t, hooks)
 	sa := job.Spec.Template.Spec.ServiceAccountName
-	if _, err := kube.CoreV1().ServiceAccounts(Namespace).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+	if _, err := kube.CoreV1().ServiceAccounts(Namespace).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
@@ -275,17 +287,7 @@ func hookCommand(ctx context.Context, t *testing.T, kube kubernetes.Interface, r
 		case *batchv1.Job, *corev1.ServiceAccount:
 			continue
 		}
-		// A revision's hook replaces the last one's, as Helm's
-		// before-hook-creation does.
-		_ = client.delete(ctx, o)
-		err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-			err := client.create(ctx, o, false)
-			if apierrors.IsAlreadyExists(err) {
-				return false, nil // the deleted one is still going
-			}
-			return true, err
-		})
-		if err != nil {
+		if err := client.create(ctx, o, false); err != nil {
 			t.Fatalf("hook %s: %v", id(o), err)
 		}
 		t.Cleanup(func() { _ = client.delete(context.Background(), o) })

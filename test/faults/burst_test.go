@@ -5,12 +5,14 @@ package faults
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	ggcrv1 "github.com/google/go-containerregistry/pkg/v1"
+	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -18,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
 
 	"github.com/archfilter/archfilter/pkg/placement"
 	"github.com/archfilter/archfilter/test/e2e/framework"
@@ -71,6 +74,16 @@ type burst struct {
 	// gangs is how many gangs of gangSize pods the burst interleaves (Kubernetes'
 	// gang scheduling: a PodGroup each, members naming it).
 	gangs int
+	// replicaSets creates each pod through a ReplicaSet of one replica (named
+	// as the pod would be), so that an evicted pod comes back: the rows that
+	// heal. The burst's figures (binds, recovery, misplaced) are its original
+	// pods', the first of each ReplicaSet; healing is judged on the pods left.
+	replicaSets bool
+	// healing, with replicaSets, makes settle wait (healWait at most) until no
+	// pod is left on a node that cannot run it, and measure the time to heal
+	// from healFrom (the fault's end).
+	healing  bool
+	healFrom time.Time
 
 	created chan int
 	done    chan struct{}
@@ -79,11 +92,29 @@ type burst struct {
 	mu    sync.Mutex
 	bound map[string]time.Time // pod name -> when the test saw it bound
 	node  map[string]string
+	// original is, per index, the name of its first pod (the burst's own; a
+	// ReplicaSet's replacements come later); gated whether each pod was
+	// admitted with the placement gate.
+	original map[int]string
+	gated    map[string]bool
+	index    map[string]int
 }
 
 func newBurst(ns, scheduler string, total int) *burst {
 	return &burst{ns: ns, scheduler: scheduler, total: total, interval: 50 * time.Millisecond, images: burstImages(),
-		bound: map[string]time.Time{}, node: map[string]string{}}
+		bound: map[string]time.Time{}, node: map[string]string{}, original: map[int]string{}, gated: map[string]bool{}, index: map[string]int{}}
+}
+
+// burstIndexLabel is a pod's index in its burst (on ReplicaSets' templates too).
+const burstIndexLabel = "faults.archfilter.io/index"
+
+// healWait bounds the wait for healing after a burst has settled.
+const healWait = 3 * time.Minute
+
+// indexOf is a burst pod's index, from its label.
+func indexOf(p *v1.Pod) (int, bool) {
+	i, err := strconv.Atoi(p.Labels[burstIndexLabel])
+	return i, err == nil
 }
 
 // gangSize is the members of each gang of a burst.
@@ -119,15 +150,26 @@ func (b *burst) watch(ctx context.Context, t *testing.T) {
 	inf := factory.Core().V1().Pods().Informer()
 	record := func(obj any) {
 		p, ok := obj.(*v1.Pod)
-		if !ok || p.Spec.NodeName == "" {
+		if !ok {
 			return
 		}
 		b.mu.Lock()
-		if _, seen := b.bound[p.Name]; !seen {
+		defer b.mu.Unlock()
+		if _, seen := b.gated[p.Name]; !seen {
+			// The watch started before the burst: the first state seen is the
+			// pod as admitted, and an index's first pod is its original.
+			b.gated[p.Name] = placement.HasGate(p)
+			if i, ok := indexOf(p); ok {
+				b.index[p.Name] = i
+				if _, seen := b.original[i]; !seen {
+					b.original[i] = p.Name
+				}
+			}
+		}
+		if _, seen := b.bound[p.Name]; !seen && p.Spec.NodeName != "" {
 			b.bound[p.Name] = time.Now()
 			b.node[p.Name] = p.Spec.NodeName
 		}
-		b.mu.Unlock()
 	}
 	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: record, UpdateFunc: func(_, obj any) { record(obj) }}); err != nil {
 		t.Fatal(err)
@@ -148,7 +190,8 @@ func (b *burst) start(ctx context.Context) {
 		for i := 0; i < b.total; i++ {
 			im := b.image(i)
 			p := &v1.Pod{
-				ObjectMeta: metav1.ObjectMeta{Name: b.podName(i), Namespace: b.ns, Labels: map[string]string{framework.LabelApp: "burst"}},
+				ObjectMeta: metav1.ObjectMeta{Name: b.podName(i), Namespace: b.ns,
+					Labels: map[string]string{framework.LabelApp: "burst", burstIndexLabel: strconv.Itoa(i)}},
 				Spec: v1.PodSpec{
 					SchedulerName:                 b.scheduler,
 					Containers:                    []v1.Container{{Name: "c", Image: im.Ref(env.Public, env.Private)}},
@@ -165,7 +208,11 @@ func (b *burst) start(ctx context.Context) {
 			// The apiserver may be restarting: retry until it answers.
 			var last error
 			err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-				_, last = env.Client.CoreV1().Pods(b.ns).Create(ctx, p, metav1.CreateOptions{})
+				if b.replicaSets {
+					_, last = env.Client.AppsV1().ReplicaSets(b.ns).Create(ctx, replicaSetOf(p), metav1.CreateOptions{})
+				} else {
+					_, last = env.Client.CoreV1().Pods(b.ns).Create(ctx, p, metav1.CreateOptions{})
+				}
 				return last == nil || apierrors.IsAlreadyExists(last), nil
 			})
 			if err != nil {
@@ -178,6 +225,18 @@ func (b *burst) start(ctx context.Context) {
 	}()
 }
 
+// replicaSetOf is a ReplicaSet of one replica of p, named as p.
+func replicaSetOf(p *v1.Pod) *appsv1.ReplicaSet {
+	return &appsv1.ReplicaSet{
+		ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, Labels: p.Labels},
+		Spec: appsv1.ReplicaSetSpec{
+			Replicas: ptr.To[int32](1),
+			Selector: &metav1.LabelSelector{MatchLabels: p.Labels},
+			Template: v1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: p.Labels, Annotations: p.Annotations}, Spec: p.Spec},
+		},
+	}
+}
+
 // waitCreated blocks until n pods have been created (or the burst ended).
 func (b *burst) waitCreated(n int) {
 	for i := range b.created {
@@ -187,12 +246,24 @@ func (b *burst) waitCreated(n int) {
 	}
 }
 
-// firstBindAfter is the first bind the test saw after t, and the time from t to it.
+// originalBinds are the bind times of the burst's original pods (b.mu held).
+func (b *burst) originalBinds() []time.Time {
+	var out []time.Time
+	for _, name := range b.original {
+		if at, ok := b.bound[name]; ok {
+			out = append(out, at)
+		}
+	}
+	return out
+}
+
+// firstBindAfter is the first bind of an original pod the test saw after t,
+// and the time from t to it.
 func (b *burst) firstBindAfter(t time.Time) (time.Duration, bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	var first time.Time
-	for _, at := range b.bound {
+	for _, at := range b.originalBinds() {
 		if at.After(t) && (first.IsZero() || at.Before(first)) {
 			first = at
 		}
@@ -203,11 +274,11 @@ func (b *burst) firstBindAfter(t time.Time) (time.Duration, bool) {
 	return first.Sub(t), true
 }
 
-// boundSince counts the pods bound after t, and when the last of them was.
+// boundSince counts the original pods bound after t, and when the last of them was.
 func (b *burst) boundSince(t time.Time) (n int, last time.Time) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	for _, at := range b.bound {
+	for _, at := range b.originalBinds() {
 		if at.After(t) {
 			n++
 			if at.After(last) {
@@ -218,39 +289,47 @@ func (b *burst) boundSince(t time.Time) (n int, last time.Time) {
 	return n, last
 }
 
+// ungatedOriginals counts the burst's original pods admitted without the
+// placement gate: the placement mode took no decision for them.
+func (b *burst) ungatedOriginals() (n int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, name := range b.original {
+		if !b.gated[name] {
+			n++
+		}
+	}
+	return n
+}
+
 // outcome is what became of a burst's pods.
 type outcome struct {
 	pods, bound, explained, lost, misplaced, stuck int
 	// details name the pods counted as lost, misplaced or stuck.
 	details []string
+	// healing: the row heals (misplaced pods are evicted and come back);
+	// misplacedEnd counts the pods still misplaced when it ended, toHeal the
+	// time from the fault's end to the bind of the last replacement of a
+	// misplaced pod placed right.
+	healing      bool
+	misplacedEnd int
+	toHeal       time.Duration
 }
 
 // settle waits for the burst to end and every pod to be bound, or (unless
 // bound is set) left Pending with an event that says why (FailedScheduling:
 // the failure policy), for at most timeout; then it judges each pod. maxGated,
 // when non-zero, is the placement mode's --max-gated: a pod still carrying its
-// gate longer is stuck.
+// gate longer is stuck. With replicaSets, a pod is its ReplicaSet's pod that
+// is not being deleted, one per index, and misplaced counts the originals
+// bound where they cannot run; with healing too, it waits healWait more for
+// no pod to be left misplaced, and measures the healing.
 func (b *burst) settle(ctx context.Context, t *testing.T, timeout, maxGated time.Duration, bound bool) outcome {
 	t.Helper()
 	<-b.done
 	if b.err != nil {
 		t.Fatal(b.err)
 	}
-	var pods []v1.Pod
-	defer b.waitWatched(ctx, &pods)
-	_ = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
-		list, err := env.Client.CoreV1().Pods(b.ns).List(ctx, metav1.ListOptions{LabelSelector: framework.LabelApp + "=burst"})
-		if err != nil {
-			return false, nil
-		}
-		pods = list.Items
-		for i := range pods {
-			if pods[i].Spec.NodeName == "" && (bound || !b.explained(ctx, &pods[i])) {
-				return false, nil
-			}
-		}
-		return len(pods) == b.total, nil
-	})
 	nodes, err := env.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -259,21 +338,51 @@ func (b *burst) settle(ctx context.Context, t *testing.T, timeout, maxGated time
 	for i := range nodes.Items {
 		byName[nodes.Items[i].Name] = &nodes.Items[i]
 	}
-	images := map[string]framework.Image{}
-	for i := 0; i < b.total; i++ {
-		images[b.podName(i)] = b.image(i)
+	runs := func(i int, node string) bool { n := byName[node]; return n != nil && b.image(i).RunsOn(n) }
+	healing := b.replicaSets && b.healing
+	if healing {
+		timeout += healWait
 	}
-	o := outcome{pods: b.total}
-	seen := map[string]bool{}
+	var pods []v1.Pod
+	defer b.waitWatched(ctx, &pods)
+	_ = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		list, err := env.Client.CoreV1().Pods(b.ns).List(ctx, metav1.ListOptions{LabelSelector: framework.LabelApp + "=burst"})
+		if err != nil {
+			return false, nil
+		}
+		pods = live(list.Items)
+		indices := map[int]bool{}
+		for i := range pods {
+			p := &pods[i]
+			idx, _ := indexOf(p)
+			indices[idx] = true
+			if p.Spec.NodeName == "" && (bound || !b.explained(ctx, p)) {
+				return false, nil
+			}
+			if healing && p.Spec.NodeName != "" && !runs(idx, p.Spec.NodeName) {
+				return false, nil
+			}
+		}
+		return len(pods) == b.total && len(indices) == b.total, nil
+	})
+	o := outcome{pods: b.total, healing: healing}
+	seen := map[int]bool{}
 	for i := range pods {
 		p := &pods[i]
-		seen[p.Name] = true
+		idx, _ := indexOf(p)
+		seen[idx] = true
 		switch {
 		case p.Spec.NodeName != "":
 			o.bound++
-			if n := byName[p.Spec.NodeName]; n == nil || !images[p.Name].RunsOn(n) {
+			if runs(idx, p.Spec.NodeName) {
+				break
+			}
+			if b.replicaSets {
+				o.misplacedEnd++
+				o.details = append(o.details, fmt.Sprintf("misplaced at the end: %s (%s) on %s", p.Name, b.image(idx).About, p.Spec.NodeName))
+			} else {
 				o.misplaced++
-				o.details = append(o.details, fmt.Sprintf("misplaced: %s (%s) on %s", p.Name, images[p.Name].About, p.Spec.NodeName))
+				o.details = append(o.details, fmt.Sprintf("misplaced: %s (%s) on %s", p.Name, b.image(idx).About, p.Spec.NodeName))
 			}
 		case maxGated > 0 && placement.HasGate(p) && time.Since(p.CreationTimestamp.Time) > maxGated+5*time.Second:
 			o.stuck++
@@ -284,6 +393,10 @@ func (b *burst) settle(ctx context.Context, t *testing.T, timeout, maxGated time
 			o.lost++
 			o.details = append(o.details, fmt.Sprintf("lost: %s Pending without an event", p.Name))
 		}
+	}
+	if b.replicaSets {
+		b.waitWatched(ctx, &pods)
+		b.judgeOriginals(&o, pods, runs)
 	}
 	// A pod bound twice would have two Scheduled events.
 	if evs, err := env.Client.CoreV1().Events(b.ns).List(ctx, metav1.ListOptions{FieldSelector: "reason=Scheduled"}); err == nil {
@@ -299,12 +412,55 @@ func (b *burst) settle(ctx context.Context, t *testing.T, timeout, maxGated time
 		}
 	}
 	for i := 0; i < b.total; i++ {
-		if !seen[b.podName(i)] {
+		if !seen[i] {
 			o.lost++
 			o.details = append(o.details, "lost: "+b.podName(i)+" does not exist")
 		}
 	}
 	return o
+}
+
+// live are the pods not being deleted.
+func live(pods []v1.Pod) []v1.Pod {
+	var out []v1.Pod
+	for _, p := range pods {
+		if p.DeletionTimestamp == nil {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// judgeOriginals counts, for a burst of ReplicaSets, the original pods bound
+// where they cannot run (the row's misplaced, as without healing), and the
+// time from healFrom until the last index that ever had a pod bound where it
+// cannot run had its pod at the end (pods) bound where it runs.
+func (b *burst) judgeOriginals(o *outcome, pods []v1.Pod, runs func(int, string) bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for i, name := range b.original {
+		if node := b.node[name]; node != "" && !runs(i, node) {
+			o.misplaced++
+			o.details = append(o.details, fmt.Sprintf("misplaced when bound: %s (%s) on %s", name, b.image(i).About, node))
+		}
+	}
+	wrong := map[int]bool{}
+	for name, node := range b.node {
+		if i, ok := b.index[name]; ok && !runs(i, node) {
+			wrong[i] = true
+		}
+	}
+	var last time.Time
+	for i := range pods {
+		p := &pods[i]
+		idx, _ := indexOf(p)
+		if at, ok := b.bound[p.Name]; ok && wrong[idx] && runs(idx, p.Spec.NodeName) && at.After(last) {
+			last = at
+		}
+	}
+	if !last.IsZero() {
+		o.toHeal = max(0, last.Sub(b.healFrom))
+	}
 }
 
 // waitWatched waits, a minute at most, until the watch has seen every bound
@@ -331,6 +487,15 @@ func (b *burst) explained(ctx context.Context, p *v1.Pod) bool {
 	sel := fields.Set{"involvedObject.name": p.Name, "reason": "FailedScheduling"}.AsSelector().String()
 	evs, err := env.Client.CoreV1().Events(p.Namespace).List(ctx, metav1.ListOptions{FieldSelector: sel})
 	return err == nil && len(evs.Items) > 0
+}
+
+// checkHealed fails t for what o lost, left stuck, or left misplaced after
+// healing.
+func (o outcome) checkHealed(t *testing.T) {
+	t.Helper()
+	if o.lost+o.misplacedEnd+o.stuck > 0 {
+		t.Errorf("%d pods: %d lost, %d misplaced at the end (after healing), %d stuck:\n  %s", o.pods, o.lost, o.misplacedEnd, o.stuck, strings.Join(o.details, "\n  "))
+	}
 }
 
 // check fails t for what o lost, misplaced or left stuck.

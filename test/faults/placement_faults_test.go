@@ -64,8 +64,8 @@ func freePort(t *testing.T) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
-// newCompanions writes the companions' ArchFilterArgs and starts the proxy.
-func newCompanions(ctx context.Context, t *testing.T) *companions {
+// placementBinary is the companion's binary (PLACEMENT_BIN, or make build-placement's).
+func placementBinary(t *testing.T) string {
 	t.Helper()
 	bin := os.Getenv("PLACEMENT_BIN")
 	if bin == "" {
@@ -74,16 +74,30 @@ func newCompanions(ctx context.Context, t *testing.T) *companions {
 	if _, err := os.Stat(bin); err != nil {
 		t.Fatalf("placement companion: %v (make build-placement, or PLACEMENT_BIN)", err)
 	}
-	if err := framework.EnsureNamespace(ctx, env.Client, placementNamespace); err != nil {
-		t.Fatal(err)
-	}
-	dir := logDir(t)
+	return bin
+}
+
+// companionArgs writes the companions' ArchFilterArgs into dir, and returns its path.
+func companionArgs(t *testing.T, dir string) string {
+	t.Helper()
 	argsFile := filepath.Join(dir, "args.yaml")
 	args := fmt.Sprintf("apiVersion: kubescheduler.config.k8s.io/v1\nkind: ArchFilterArgs\nfailurePolicy: Ignore\nmaxWait: 30s\nregistries:\n- host: %s\n  insecure: true\n- host: %s\n  insecure: true\n",
 		env.Public.PushHost, env.Private.PushHost)
 	if err := os.WriteFile(argsFile, []byte(args), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	return argsFile
+}
+
+// newCompanions writes the companions' ArchFilterArgs and starts the proxy.
+func newCompanions(ctx context.Context, t *testing.T) *companions {
+	t.Helper()
+	bin := placementBinary(t)
+	if err := framework.EnsureNamespace(ctx, env.Client, placementNamespace); err != nil {
+		t.Fatal(err)
+	}
+	dir := logDir(t)
+	argsFile := companionArgs(t, dir)
 	p := startProxy(t)
 	c := &companions{t: t, bin: bin, dir: dir, proxy: p, args: []string{
 		"--kubeconfig", env.Kubeconfig, "--args", argsFile,
@@ -397,11 +411,14 @@ func placementLeaderKilled(t *testing.T, flags ...string) placementFailover {
 
 // TestWebhookUnreachable: the webhook refuses connections for 10 seconds
 // (failurePolicy Ignore): pods created meanwhile are admitted ungated and
-// scheduled as if the mode were off; the others are placed as always.
+// scheduled as if the mode were off; the others are placed as always. The
+// companions heal (--misplaced=evict): the pods are ReplicaSets' and those
+// placed blind are evicted once the webhook serves again, and come back gated.
 func TestWebhookUnreachable(t *testing.T) {
 	ctx, ns := setup(t)
-	s, c := placementCluster(ctx, t)
+	s, c := placementCluster(ctx, t, healFlags...)
 	b := placementBurst(ns, s)
+	b.replicaSets, b.healing = true, true
 	b.watch(ctx, t)
 	b.start(ctx)
 	b.waitCreated(faultAfter)
@@ -409,14 +426,16 @@ func TestWebhookUnreachable(t *testing.T) {
 	c.proxy.setDown(true)
 	time.Sleep(10 * time.Second) // the outage, not synchronisation
 	c.proxy.setDown(false)
+	b.healFrom = time.Now()
 	o := b.settle(ctx, t, 3*time.Minute, placementMaxGated, false)
 	recovery, _ := b.firstBindAfter(faultAt)
-	n := ungated(ctx, t, ns)
-	report.record(orderWebhookDown, "placement webhook unreachable for 10s (failurePolicy Ignore)", o, recovery, -1,
-		fmt.Sprintf("%d pods admitted ungated during the outage, scheduled as if the mode were off", n))
+	n := b.ungatedOriginals()
+	report.record(orderWebhookDown, "placement webhook unreachable for 10s (failurePolicy Ignore), companions in --misplaced=evict", o, recovery, -1,
+		fmt.Sprintf("%d pods admitted ungated during the outage, scheduled as if the mode were off; %s", n, evictionsNote(t, c.leader(ctx).metricsPort)))
 	if o.lost+o.stuck > 0 {
 		o.check(t)
 	}
+	o.checkHealed(t)
 	// Only pods the webhook never saw may be on a node that cannot run them.
 	if o.misplaced > n {
 		t.Errorf("%d pods misplaced, more than the %d admitted ungated:\n%v", o.misplaced, n, o.details)

@@ -19,6 +19,12 @@ type row struct {
 	fault string
 	// pods of the burst and what became of them.
 	pods, lost, misplaced, stuck, explained int
+	// healing: misplaced pods were evicted to be placed again (--misplaced=evict);
+	// misplacedEnd were left misplaced when the row ended, toHeal is the time
+	// from the fault's end until the last was replaced by a pod placed right.
+	healing      bool
+	misplacedEnd int
+	toHeal       time.Duration
 	// recovery is the time from the fault to the first bind after it.
 	recovery time.Duration
 	// requests are the registry requests made by whoever took over, after it did
@@ -48,6 +54,7 @@ func (tb *table) notRun(fault, why string) {
 // record adds a case's row from its burst's outcome.
 func (tb *table) record(order int, fault string, o outcome, recovery time.Duration, requests float64, note string) {
 	tb.add(row{order: order, fault: fault, pods: o.pods, lost: o.lost, misplaced: o.misplaced, stuck: o.stuck, explained: o.explained,
+		healing: o.healing, misplacedEnd: o.misplacedEnd, toHeal: o.toHeal,
 		recovery: recovery, requests: requests, note: note})
 }
 
@@ -58,19 +65,27 @@ func (tb *table) markdown() string {
 	tb.mu.Unlock()
 	sort.SliceStable(rows, func(i, j int) bool { return rows[i].order < rows[j].order })
 	var b strings.Builder
-	b.WriteString("| fault | pods | lost | misplaced | stuck | Pending by policy | recovery | registry requests after takeover | note |\n")
-	b.WriteString("|---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| fault | pods | lost | misplaced | misplaced at the end | time to heal | stuck | Pending by policy | recovery | registry requests after takeover | note |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rows {
 		if r.notRun != "" {
-			fmt.Fprintf(&b, "| %s | not run: %s | | | | | | | |\n", r.fault, r.notRun)
+			fmt.Fprintf(&b, "| %s | not run: %s | | | | | | | | | |\n", r.fault, r.notRun)
 			continue
 		}
 		req := "-"
 		if r.requests >= 0 {
 			req = fmt.Sprintf("%.0f", r.requests)
 		}
-		fmt.Fprintf(&b, "| %s | %d | %d | %d | %d | %d | %s | %s | %s |\n",
-			r.fault, r.pods, r.lost, r.misplaced, r.stuck, r.explained, r.recovery.Round(100*time.Millisecond), req, r.note)
+		// Without healing nothing changes after the burst: "-".
+		end, heal := "-", "-"
+		if r.healing {
+			end, heal = fmt.Sprint(r.misplacedEnd), r.toHeal.Round(100*time.Millisecond).String()
+			if r.misplacedEnd > 0 {
+				heal = "not healed in " + healWait.String()
+			}
+		}
+		fmt.Fprintf(&b, "| %s | %d | %d | %d | %s | %s | %d | %d | %s | %s | %s |\n",
+			r.fault, r.pods, r.lost, r.misplaced, end, heal, r.stuck, r.explained, r.recovery.Round(100*time.Millisecond), req, r.note)
 	}
 	return b.String()
 }

@@ -29,6 +29,7 @@ const (
 	orderPlacementLeader
 	orderPlacementLeaderCold
 	orderWebhookDown
+	orderHealBeforeWebhook
 	orderPlacementUpgrade
 )
 
@@ -114,7 +115,9 @@ func failover(t *testing.T, order int, fault string, sig syscall.Signal) {
 // and are placed once a retry finds the registries back; none is placed blind.
 // Under Ignore (the default) they are placed without an architecture
 // constraint, as the policy says: the row counts those on a node that cannot
-// run them.
+// run them, and heals them: the pods are ReplicaSets', and the companion in
+// --mode=heal --misplaced=evict evicts those misplaced, which the scheduler
+// places again once it can read their images.
 func TestRegistryDownDuringFailover(t *testing.T) {
 	for _, tc := range []struct {
 		policy string
@@ -139,6 +142,12 @@ func registryDown(t *testing.T, order int, policy string) {
 	leader := s.leader(ctx, time.Minute)
 	s.ready(ctx)
 	b := newBurst(ns, s.name, burstSize)
+	var healer *healCompanion
+	if policy == "Ignore" {
+		fault += ", the companion in --mode=heal --misplaced=evict"
+		healer = startHealer(ctx, t, s.name)
+		b.replicaSets, b.healing = true, true
+	}
 	b.watch(ctx, t)
 	b.start(ctx)
 	// Fewer pods than distinct images: some images are still unknown to every replica.
@@ -156,14 +165,18 @@ func registryDown(t *testing.T, order int, policy string) {
 		t.Fatal(err)
 	}
 	back := time.Now()
+	b.healFrom = back
 	// Under Fail, a failed image is asked again when its failure expires
 	// (cache.negativeTTL, 30s): wait for every pod to be bound.
 	o := b.settle(ctx, t, 3*time.Minute, 0, policy == "Fail")
 	requests := registryRequests(t, newLeader) - before
 	recovery, _ := b.firstBindAfter(faultAt)
 	_, last := b.boundSince(faultAt)
-	report.record(order, fault, o, recovery, requests,
-		fmt.Sprintf("last bind %s after the registries came back", last.Sub(back).Round(100*time.Millisecond)))
+	note := fmt.Sprintf("last bind %s after the registries came back", last.Sub(back).Round(100*time.Millisecond))
+	if healer != nil {
+		note += "; " + evictionsNote(t, healer.metricsPort)
+	}
+	report.record(order, fault, o, recovery, requests, note)
 	if policy == "Fail" {
 		o.check(t)
 		return
@@ -171,6 +184,7 @@ func registryDown(t *testing.T, order int, policy string) {
 	if o.lost+o.stuck > 0 {
 		o.check(t)
 	}
+	o.checkHealed(t)
 }
 
 // TestAPIServerRestart: kube-apiserver is killed mid-burst and started again

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"maps"
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -32,6 +33,7 @@ func TestManifestsMonitoring(t *testing.T) {
 		t.Fatal(err)
 	}
 	var monitor *manifests.ServiceMonitor
+	var rule *manifests.PrometheusRule
 	var dashboards []*corev1.ConfigMap
 	kinds := map[string]int{}
 	for i, doc := range docs {
@@ -56,6 +58,12 @@ func TestManifestsMonitoring(t *testing.T) {
 			}
 			if meta.Metadata.Namespace != manifests.Namespace {
 				t.Errorf("%s %s: namespace %q, want %s", tm.Kind, meta.Metadata.Name, meta.Metadata.Namespace, manifests.Namespace)
+			}
+			if tm.Kind == "PrometheusRule" {
+				rule = &manifests.PrometheusRule{}
+				if err := yaml.UnmarshalStrict(doc, rule); err != nil {
+					t.Fatal(err)
+				}
 			}
 			if tm.Kind == "ServiceMonitor" {
 				monitor = &manifests.ServiceMonitor{}
@@ -82,6 +90,23 @@ func TestManifestsMonitoring(t *testing.T) {
 	}
 	if got, want := cm.Data["grafana-dashboard.json"], repoFile(t, monitoringDir+"/grafana-dashboard.json"); !bytes.Equal([]byte(got), want) || !json.Valid(want) {
 		t.Errorf("ConfigMap %s does not hold grafana-dashboard.json as is (or it is not JSON)", cm.Name)
+	}
+
+	// Every group's alerts: the scheduler's, the placement mode's, and the
+	// misplaced-pod watch's (the placement or the heal-only companion).
+	alerts := map[string][]string{}
+	for _, g := range rule.Spec.Groups {
+		for _, r := range g.Rules {
+			alerts[g.Name] = append(alerts[g.Name], r.Alert)
+		}
+	}
+	if got, want := alerts["archfilter-misplaced"], []string{"ArchFilterMisplacedPods", "ArchFilterMisplacedEvictionsFailing", "ArchFilterMisplacedNotEvictable"}; !slices.Equal(got, want) {
+		t.Errorf("group archfilter-misplaced: alerts %v, want %v", got, want)
+	}
+	for _, g := range []string{"archfilter", "archfilter-placement"} {
+		if len(alerts[g]) == 0 {
+			t.Errorf("no alerts in group %s", g)
+		}
 	}
 
 	// The ServiceMonitor finds the metrics Service of the secondary overlay.

@@ -621,7 +621,7 @@ func (o *Options) runHeal(ctx context.Context, client kubernetes.Interface, args
 	} else {
 		go func() { errc <- h.Run(ctx) }()
 	}
-	logger.Info("Heal mode running: watching bound pods, no webhook, no gate", "misplaced", mode, "leaderElection", o.LeaderElect, "lease", klog.KRef(o.Namespace, o.lease()))
+	logger.Info("Heal mode running: watching bound pods, no webhook, no gate", "misplaced", string(mode), "leaderElection", o.LeaderElect, "lease", klog.KRef(o.Namespace, o.lease()))
 	select {
 	case <-ctx.Done():
 	case err = <-errc:

@@ -84,6 +84,14 @@ func applyPlacementRBAC(t *testing.T, cs clientset.Interface) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return applyRBAC(t, cs, "manifests/overlays/placement", objs)
+}
+
+// applyRBAC creates the ServiceAccount and RBAC objects among objs (from the
+// overlay dir) and returns the ServiceAccount's user name, once the
+// apiserver's authorizer grants what they say.
+func applyRBAC(t *testing.T, cs clientset.Interface, dir string, objs []runtime.Object) string {
+	t.Helper()
 	ctx := context.Background()
 	eventually := func(what string, create func() error) {
 		// kube-system appears shortly after the apiserver starts.
@@ -125,7 +133,7 @@ func applyPlacementRBAC(t *testing.T, cs clientset.Interface) string {
 		})
 	}
 	if user == "" {
-		t.Fatal("manifests/overlays/placement has no ServiceAccount")
+		t.Fatalf("%s has no ServiceAccount", dir)
 	}
 	waitAuthorized(t, cs, user, objs)
 	return user

@@ -30,10 +30,10 @@ var monitoringAPIs = []string{"monitoring.coreos.com/v1", "monitoring.coreos.com
 // and with every optional part switched on.
 func TestLint(t *testing.T) {
 	for name, values := range map[string]map[string]any{
-		"defaults":                       nil,
-		"replacement":                    {"mode": "replacement"},
-		"placement beside the scheduler": {"placement": map[string]any{"enabled": true}},
-		"placement alone":                {"scheduler": map[string]any{"enabled": false}, "placement": map[string]any{"enabled": true, "replicas": 1, "leaderElection": map[string]any{"enabled": false}}},
+		"defaults":                            nil,
+		"replacement":                         {"mode": "replacement"},
+		"placement beside the scheduler":      {"placement": map[string]any{"enabled": true}},
+		"placement alone":                     {"scheduler": map[string]any{"enabled": false}, "placement": map[string]any{"enabled": true, "replicas": 1, "leaderElection": map[string]any{"enabled": false}}},
 		"heal beside the scheduler, evicting": {"heal": map[string]any{"enabled": true, "mode": "evict"}, "networkPolicy": map[string]any{"enabled": true, "apiServer": map[string]any{"cidrs": []any{"10.0.0.1/32"}}}},
 		"everything": {
 			"networkPolicy": map[string]any{"enabled": true, "apiServer": map[string]any{"cidrs": []any{"10.0.0.1/32"}}},

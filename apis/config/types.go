@@ -31,7 +31,34 @@ type ArchFilterArgs struct {
 	DaemonSetPolicy          DaemonSetPolicy
 	ArchTaintToleration      bool
 	Run32BitImagesOn         []string
+	Policies                 PolicyArgs
 }
+
+// PolicyArgs says whether ArchFilterPolicy objects are honoured and which of
+// their fields may override the cluster's settings.
+type PolicyArgs struct {
+	Enabled bool
+	// AllowedOverrides are PolicyField values; defaulted to all of them.
+	AllowedOverrides []PolicyField
+}
+
+// PolicyField names a field of an ArchFilterPolicy's spec that can override a
+// cluster setting.
+type PolicyField string
+
+const (
+	// PolicyFieldPreferredPlatforms: spec.preferredPlatforms.
+	PolicyFieldPreferredPlatforms PolicyField = "preferredPlatforms"
+	// PolicyFieldAllowedPlatforms: spec.allowedPlatforms.
+	PolicyFieldAllowedPlatforms PolicyField = "allowedPlatforms"
+	// PolicyFieldFailurePolicy: spec.failurePolicy.
+	PolicyFieldFailurePolicy PolicyField = "failurePolicy"
+	// PolicyFieldOptOut: spec.optOut.
+	PolicyFieldOptOut PolicyField = "optOut"
+)
+
+// PolicyFields are every PolicyField, in the order documentation lists them.
+var PolicyFields = []PolicyField{PolicyFieldPreferredPlatforms, PolicyFieldAllowedPlatforms, PolicyFieldFailurePolicy, PolicyFieldOptOut}
 
 // FailurePolicy says what happens to a pod whose image platforms cannot be resolved.
 type FailurePolicy string

@@ -79,6 +79,9 @@ type Decision struct {
 	// RetryAt is when the earliest cached failure expires (zero if none), for
 	// a rejection under failurePolicy Fail.
 	RetryAt time.Time
+	// Policy names the ArchFilterPolicy that governed the decision
+	// ("namespace/name"); "" when none did.
+	Policy string
 }
 
 // Unresolved names what is unknown, for people: pending images, then failures;
@@ -120,11 +123,15 @@ func (s *Settings) DeclaredPlatforms(pod *v1.Pod) (set platform.Set, declared bo
 
 // Decide applies the rules to a pod in scope (see Scope): its declared or
 // images' platforms, with the compatibility rules, the failure policy for
-// images lookup does not know or that failed, and the pod's own os/arch
-// constraints. Images lookup does not know count as unresolved: the front-end
+// images lookup does not know or that failed, the platforms its
+// ArchFilterPolicy allows (call it on the settings ForPod returns), and the
+// pod's own os/arch constraints. Images lookup does not know count as unresolved: the front-end
 // calls Decide when it will wait no longer. Memory only.
 func (s *Settings) Decide(pod *v1.Pod, lookup Lookup) Decision {
 	set, d, invalid := s.platforms(pod, lookup)
+	if s.Policy != nil {
+		d.Policy = s.Policy.Key()
+	}
 	if invalid != nil {
 		d.Rejection = &Rejection{Kind: RejectInvalidAnnotation, Message: fmt.Sprintf("%s: %v", ReasonInvalidAnnotation, invalid)}
 		return d
@@ -137,6 +144,13 @@ func (s *Settings) Decide(pod *v1.Pod, lookup Lookup) Decision {
 		}
 		d.FailedOpen = true
 		set = set.Intersect(s.Fallback)
+	}
+	if !set.IsEmpty() {
+		var rejected *Rejection
+		if set, rejected = s.narrowToPolicy(set); rejected != nil {
+			d.Rejection = rejected
+			return d
+		}
 	}
 	if set.IsEmpty() {
 		msg := ReasonNoCommonPlatform
@@ -245,6 +259,9 @@ func (s *Settings) Exclusion(pod *v1.Pod, d *Decision, lookup Lookup, node platf
 	}
 	if d.FailedOpen && !s.Fallback.MatchesNode(node) {
 		return fmt.Sprintf("fallbackPlatforms exclude %s while images are unresolved", np)
+	}
+	if p := s.Policy; p != nil && p.Allowed != nil && !p.Allowed.MatchesNode(node) {
+		return fmt.Sprintf("ArchFilterPolicy %s does not allow %s", p.Key(), np)
 	}
 	return fmt.Sprintf("its own spec.os, nodeSelector or node affinity excludes %s", np)
 }

@@ -23,8 +23,8 @@ const (
 	PreferencesAnnotation PreferenceSource = "annotation " + annotations.PreferredPlatforms
 )
 
-// Preferred returns the platforms pod prefers: its own annotation, else the
-// configured ones. A malformed annotation is not worth failing the pod over: it
+// Preferred returns the platforms pod prefers: its own annotation, else its
+// ArchFilterPolicy's (on the settings ForPod returns), else the configured ones. A malformed annotation is not worth failing the pod over: it
 // is ignored, the configured preferences apply, and invalid says why, for the
 // front-end to report.
 func (s *Settings) Preferred(pod *v1.Pod) (prefs []Preference, from PreferenceSource, invalid error) {
@@ -37,6 +37,9 @@ func (s *Settings) Preferred(pod *v1.Pod) (prefs []Preference, from PreferenceSo
 	}
 	if len(s.Preferences) == 0 {
 		return nil, PreferencesNone, invalid
+	}
+	if s.preferencesFrom != "" {
+		return s.Preferences, s.preferencesFrom, invalid
 	}
 	return s.Preferences, PreferencesArgs, invalid
 }

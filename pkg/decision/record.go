@@ -59,6 +59,9 @@ type Record struct {
 	Source Source `json:"source,omitempty"`
 	// Preferred lists the preferred platforms written, with their source.
 	Preferred string `json:"preferred,omitempty"`
+	// Policy names the ArchFilterPolicy that governed the decision
+	// ("namespace/name").
+	Policy string `json:"policy,omitempty"`
 	// Message says the rest for people: unresolved images, the rejection.
 	Message string `json:"message,omitempty"`
 }

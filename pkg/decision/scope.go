@@ -55,6 +55,7 @@ func (f Front) String() string {
 type NamespaceLabels func(namespace string) (labels.Set, bool)
 
 // Scope says why archfilter, through front, leaves pod alone, or "" when it applies.
+// Call it on the settings ForPod returns, which carry the pod's policy.
 // namespaces is called only when a namespaceSelector is configured. It reads memory
 // only and does not allocate.
 func (s *Settings) Scope(pod *v1.Pod, front Front, namespaces NamespaceLabels) SkipReason {
@@ -87,6 +88,9 @@ func (s *Settings) Scope(pod *v1.Pod, front Front, namespaces NamespaceLabels) S
 		if !ok || !s.NamespaceSelector.Matches(lbls) {
 			return SkipNamespaceNotSelected
 		}
+	}
+	if s.optedOut(pod) {
+		return SkipPolicyOptOut
 	}
 	return ""
 }

@@ -49,6 +49,18 @@ type Settings struct {
 	// plugin. The placement mode leaves their pods to the plugin; empty for the
 	// plugin itself, which the framework hands its own pods only.
 	Schedulers sets.Set[string]
+	// PoliciesEnabled: ArchFilterPolicy objects are honoured
+	// (ArchFilterArgs.policies.enabled).
+	PoliciesEnabled bool
+	// PolicyOverrides are the policy fields a policy may set
+	// (ArchFilterArgs.policies.allowedOverrides).
+	PolicyOverrides []config.PolicyField
+	// Policy is the ArchFilterPolicy these settings carry (ForPod), within
+	// the limits of PolicyOverrides; nil for the cluster's own settings.
+	Policy *Policy
+	// preferencesFrom names the source of Preferences when it is not
+	// ArchFilterArgs (a policy's).
+	preferencesFrom PreferenceSource
 }
 
 // Preference adds weight to nodes of a platform.
@@ -67,6 +79,8 @@ func NewSettings(args *config.ArchFilterArgs) (*Settings, error) {
 		DaemonSetPolicy:     args.DaemonSetPolicy,
 		ArchTaintToleration: args.ArchTaintToleration,
 		Compat:              platform.NewCompat(args.Run32BitImagesOn...),
+		PoliciesEnabled:     args.Policies.Enabled,
+		PolicyOverrides:     args.Policies.AllowedOverrides,
 	}
 	if len(args.FallbackPlatforms) > 0 {
 		set, err := s.Compat.ParseList(args.FallbackPlatforms)

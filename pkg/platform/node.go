@@ -57,3 +57,17 @@ func FromNode(node *v1.Node) (np NodePlatform, ok bool) {
 func (n NodePlatform) String() string {
 	return n.OS + "/" + n.Architecture
 }
+
+// DistinctNodePlatforms returns the distinct platforms of nodes, in the order
+// first seen, leaving out nodes that report none.
+func DistinctNodePlatforms(nodes []*v1.Node) []NodePlatform {
+	seen := map[NodePlatform]bool{}
+	var out []NodePlatform
+	for _, n := range nodes {
+		if np, ok := FromNode(n); ok && !seen[np] {
+			seen[np] = true
+			out = append(out, np)
+		}
+	}
+	return out
+}

@@ -40,6 +40,12 @@ func Load(flag, path string, edit func(*config.ArchFilterArgs)) (*config.ArchFil
 			return nil, fmt.Errorf("%s: %w", flag, err)
 		}
 	}
+	return Parse(flag, path, data, edit)
+}
+
+// Parse reads an ArchFilterArgs document as Load does; flag and path name
+// where it came from in errors.
+func Parse(flag, path string, data []byte, edit func(*config.ArchFilterArgs)) (*config.ArchFilterArgs, error) {
 	obj, gvk, err := codecs.UniversalDecoder().Decode(data, nil, nil)
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: %w", flag, path, err)

@@ -66,6 +66,7 @@ func defaultArgs() *config.ArchFilterArgs {
 		},
 		ExcludedNamespaces: []string{"kube-system", "kube-public", "kube-node-lease"},
 		DaemonSetPolicy:    config.DaemonSetPolicySkip,
+		Policies:           config.PolicyArgs{Enabled: true, AllowedOverrides: config.PolicyFields},
 	}
 }
 
@@ -100,6 +101,24 @@ func TestDecodeDefaults(t *testing.T) {
 			want: func() *config.ArchFilterArgs {
 				a := defaultArgs()
 				a.Cache.TagTTL = metav1.Duration{Duration: time.Minute}
+				return a
+			}(),
+		},
+		{
+			name: "policies off, and an explicit empty allowedOverrides allows none",
+			yaml: header + "  pluginConfig:\n  - name: ArchFilter\n    args:\n      policies: {enabled: false, allowedOverrides: []}\n",
+			want: func() *config.ArchFilterArgs {
+				a := defaultArgs()
+				a.Policies = config.PolicyArgs{Enabled: false, AllowedOverrides: []config.PolicyField{}}
+				return a
+			}(),
+		},
+		{
+			name: "limited overrides keep policies on",
+			yaml: header + "  pluginConfig:\n  - name: ArchFilter\n    args:\n      policies: {allowedOverrides: [preferredPlatforms, optOut]}\n",
+			want: func() *config.ArchFilterArgs {
+				a := defaultArgs()
+				a.Policies.AllowedOverrides = []config.PolicyField{config.PolicyFieldPreferredPlatforms, config.PolicyFieldOptOut}
 				return a
 			}(),
 		},

@@ -5,6 +5,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/archfilter/archfilter/apis/config"
 )
 
 // Defaults, exported so documentation and tests quote one source.
@@ -47,6 +49,14 @@ func SetDefaults_ArchFilterArgs(obj *ArchFilterArgs) {
 	}
 	if obj.DaemonSetPolicy == nil {
 		obj.DaemonSetPolicy = ptr.To(DaemonSetPolicySkip)
+	}
+	if obj.Policies.Enabled == nil {
+		obj.Policies.Enabled = ptr.To(true)
+	}
+	if obj.Policies.AllowedOverrides == nil {
+		for _, f := range config.PolicyFields {
+			obj.Policies.AllowedOverrides = append(obj.Policies.AllowedOverrides, string(f))
+		}
 	}
 	if obj.ArchTaintToleration == nil {
 		obj.ArchTaintToleration = ptr.To(false)

@@ -77,6 +77,24 @@ type ArchFilterArgs struct {
 	// images; the CPU needs AArch32, which several server CPUs lack). Set an
 	// architecture only when every node of it can. Default: none.
 	Run32BitImagesOn []string `json:"run32BitImagesOn,omitempty"`
+	// Policies says whether namespaced ArchFilterPolicy objects (archfilter.io/v1alpha1)
+	// are honoured, and which of their fields may override these settings.
+	Policies PolicyArgs `json:"policies,omitempty"`
+}
+
+// PolicyArgs limits what teams' ArchFilterPolicy objects may change.
+type PolicyArgs struct {
+	// Enabled, when false, makes archfilter neither watch nor honour
+	// ArchFilterPolicy objects (nor need the CRD). Default: true. When the
+	// CRD is not installed, archfilter runs without policies and says so in
+	// its log, and starts honouring them once it is.
+	Enabled *bool `json:"enabled,omitempty"`
+	// AllowedOverrides are the ArchFilterPolicy spec fields a policy may set:
+	// preferredPlatforms, allowedPlatforms, failurePolicy, optOut. A policy
+	// setting another field reports it in its Overstepping condition and that
+	// field is ignored. Unset allows all four; an explicit empty list allows
+	// none.
+	AllowedOverrides []string `json:"allowedOverrides,omitempty"`
 }
 
 // FailurePolicy is Ignore or Fail.

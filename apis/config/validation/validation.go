@@ -3,6 +3,7 @@
 package validation
 
 import (
+	"slices"
 	"fmt"
 	"net"
 	"path"
@@ -61,7 +62,28 @@ func ValidateArchFilterArgs(path *field.Path, args *config.ArchFilterArgs) error
 	errs = append(errs, validatePreferences(path.Child("preferredPlatforms"), args.PreferredPlatforms)...)
 	errs = append(errs, validateEnum(path.Child("daemonSetPolicy"), string(args.DaemonSetPolicy),
 		string(config.DaemonSetPolicySkip), string(config.DaemonSetPolicyEnforce))...)
+	errs = append(errs, validatePolicyOverrides(path.Child("policies", "allowedOverrides"), args.Policies.AllowedOverrides)...)
 	return errs.ToAggregate()
+}
+
+// validatePolicyOverrides accepts each ArchFilterPolicy field once.
+func validatePolicyOverrides(p *field.Path, fields []config.PolicyField) field.ErrorList {
+	var errs field.ErrorList
+	known := make([]string, 0, len(config.PolicyFields))
+	for _, f := range config.PolicyFields {
+		known = append(known, string(f))
+	}
+	seen := sets.New[config.PolicyField]()
+	for i, f := range fields {
+		switch {
+		case !slices.Contains(config.PolicyFields, f):
+			errs = append(errs, field.NotSupported(p.Index(i), f, known))
+		case seen.Has(f):
+			errs = append(errs, field.Duplicate(p.Index(i), f))
+		}
+		seen.Insert(f)
+	}
+	return errs
 }
 
 // validateRun32Bit accepts the host architectures platform.Compat knows, once each.

@@ -85,6 +85,16 @@ func TestValidateArchFilterArgs(t *testing.T) {
 			},
 		},
 		{
+			name: "policies.allowedOverrides: an unknown field and a duplicate",
+			mutate: func(a *config.ArchFilterArgs) {
+				a.Policies.AllowedOverrides = []config.PolicyField{"failurePolicy", "nodeSelector", "failurePolicy"}
+			},
+			want: []fieldError{
+				{field.ErrorTypeNotSupported, "args.policies.allowedOverrides[1]"},
+				{field.ErrorTypeDuplicate, "args.policies.allowedOverrides[2]"},
+			},
+		},
+		{
 			name:   "unknown failurePolicy",
 			mutate: func(a *config.ArchFilterArgs) { a.FailurePolicy = "Retry" },
 			want:   []fieldError{{field.ErrorTypeNotSupported, "args.failurePolicy"}},

@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
+	"github.com/archfilter/archfilter/apis/config"
 	"github.com/archfilter/archfilter/pkg/decision"
 	"github.com/archfilter/archfilter/pkg/placement"
 	"github.com/archfilter/archfilter/pkg/platform"
@@ -118,6 +120,27 @@ that contradicts its manifest or an entrypoint missing from the image; 0 otherwi
 	return cmd
 }
 
+// loadSettings reads --args; without it, the configuration of the cluster
+// of the kubeconfig when one answers within a few seconds, else the defaults
+// (check runs in CI, without a cluster).
+func (o *checkOptions) loadSettings(ctx context.Context, kube *genericclioptions.ConfigFlags) (*decision.Settings, *config.ArchFilterArgs, error) {
+	if o.dec.argsFile != "" {
+		return o.dec.load()
+	}
+	client, _, err := clusterClient(kube)
+	if err != nil {
+		s, args, lerr := o.dec.load()
+		o.dec.source = "the plugin's defaults (no cluster to read archfilter's configuration from; --args names one)"
+		return s, args, lerr
+	}
+	cctx, cancel := context.WithTimeout(ctx, clusterConfigTimeout)
+	defer cancel()
+	return o.dec.loadFromCluster(cctx, client)
+}
+
+// clusterConfigTimeout bounds check's look for the cluster's configuration.
+const clusterConfigTimeout = 5 * time.Second
+
 func (o *checkOptions) run(ctx context.Context, kube *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) error {
 	if err := checkOutput(o.output, outputTable, outputJSON, outputYAML); err != nil {
 		return err
@@ -133,22 +156,33 @@ func (o *checkOptions) run(ctx context.Context, kube *genericclioptions.ConfigFl
 	if err := o.deep.parse(); err != nil {
 		return err
 	}
-	settings, args, err := o.dec.load()
+	settings, args, err := o.loadSettings(ctx, kube)
 	if err != nil {
 		return err
 	}
 	o.reg.args = args
-	dc := &decider{settings: settings}
+	dc := &decider{settings: settings, config: o.dec.source}
 	if settings.NamespaceSelector != nil {
 		client, _, err := clusterClient(kube)
 		if err != nil {
-			return &ExitError{Code: ExitInputError, Msg: fmt.Sprintf("--args %s has a namespaceSelector, which needs the namespaces' labels from the cluster: %v", o.dec.argsFile, err)}
+			return &ExitError{Code: ExitInputError, Msg: fmt.Sprintf("%s has a namespaceSelector, which needs the namespaces' labels from the cluster: %v", o.dec.source, err)}
 		}
 		dc.namespaces = clusterNamespaces(ctx, client)
 	}
-	workloads, inputErrs := readWorkloads(o.files, streams.In)
+	workloads, policies, inputErrs := readWorkloads(o.files, streams.In)
 	for _, e := range inputErrs {
 		writeLine(streams.ErrOut, "error: %v", e)
+	}
+	if len(policies) > 0 && settings.PoliciesEnabled {
+		// A policy without a namespace governs the workloads without one.
+		var perrs []error
+		dc.policies, perrs = filePolicies(policies, "")
+		for _, e := range perrs {
+			writeLine(streams.ErrOut, "error: %v", e)
+		}
+	}
+	if f := outputFormat(o.output); f == outputTable {
+		defer func() { printDecidedWith(streams.ErrOut, dc, len(policies)) }()
 	}
 	s, err := o.reg.newSession(ctx, connector(kube))
 	if err != nil {

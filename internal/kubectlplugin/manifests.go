@@ -1,6 +1,7 @@
 package kubectlplugin
 
 import (
+	"encoding/json"
 	"bufio"
 	"bytes"
 	"cmp"
@@ -22,6 +23,8 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
+
+	policyv1alpha1 "github.com/archfilter/archfilter/apis/policy/v1alpha1"
 )
 
 // workload is one object with a pod template, as a pod: the template's metadata and spec
@@ -43,20 +46,14 @@ func (e inputError) Error() string { return e.Source + ": " + e.Err.Error() }
 // manifestExtensions are the files a directory contributes.
 var manifestExtensions = map[string]bool{".yaml": true, ".yml": true, ".json": true}
 
-// readWorkloads reads every path ("-" is in) and returns its workloads in order; objects
-// of known kinds without a pod template (Services, ConfigMaps...) are skipped.
-func readWorkloads(paths []string, in io.Reader) ([]workload, []inputError) {
-	var (
-		ws   []workload
-		errs []inputError
-	)
-	read := func(source string, r io.Reader) {
-		w, e := decodeStream(source, r)
-		ws, errs = append(ws, w...), append(errs, e...)
-	}
+// readWorkloads reads every path ("-" is in) and returns its workloads in order,
+// and the ArchFilterPolicy objects among them; objects of known kinds without
+// a pod template (Services, ConfigMaps...) are skipped.
+func readWorkloads(paths []string, in io.Reader) ([]workload, []*policyv1alpha1.ArchFilterPolicy, []inputError) {
+	var m manifests
 	for _, p := range paths {
 		if p == "-" {
-			read("-", in)
+			m.readStream("-", in)
 			continue
 		}
 		err := filepath.WalkDir(p, func(path string, d fs.DirEntry, err error) error {
@@ -71,71 +68,80 @@ func readWorkloads(paths []string, in io.Reader) ([]workload, []inputError) {
 				return err
 			}
 			defer f.Close()
-			read(path, f)
+			m.readStream(path, f)
 			return nil
 		})
 		if err != nil {
-			errs = append(errs, inputError{Source: p, Err: err})
+			m.errs = append(m.errs, inputError{Source: p, Err: err})
 		}
 	}
-	return ws, errs
+	return m.workloads, m.policies, m.errs
 }
 
-// decodeStream splits multi-document YAML (or JSON) and decodes each document with
-// client-go's scheme.
-func decodeStream(source string, r io.Reader) ([]workload, []inputError) {
-	var (
-		ws   []workload
-		errs []inputError
-	)
+// manifests collects what readWorkloads finds.
+type manifests struct {
+	workloads []workload
+	policies  []*policyv1alpha1.ArchFilterPolicy
+	errs      []inputError
+}
+
+// readStream splits multi-document YAML (or JSON) and decodes each document.
+func (m *manifests) readStream(source string, r io.Reader) {
 	reader := utilyaml.NewYAMLReader(bufio.NewReader(r))
 	for i := 1; ; i++ {
 		doc, err := reader.Read()
 		if errors.Is(err, io.EOF) {
-			break
+			return
 		}
 		src := fmt.Sprintf("%s#%d", source, i)
 		if err != nil {
-			errs = append(errs, inputError{Source: src, Err: err})
-			break
+			m.errs = append(m.errs, inputError{Source: src, Err: err})
+			return
 		}
-		w, e := decodeDocument(src, doc)
-		ws, errs = append(ws, w...), append(errs, e...)
+		m.readDocument(src, doc)
 	}
-	return ws, errs
 }
 
-func decodeDocument(source string, doc []byte) ([]workload, []inputError) {
+// readDocument decodes one document: an ArchFilterPolicy strictly, anything
+// else with client-go's scheme.
+func (m *manifests) readDocument(source string, doc []byte) {
 	j, err := yaml.YAMLToJSON(doc)
 	if err != nil {
-		return nil, []inputError{{Source: source, Err: fmt.Errorf("malformed YAML: %w", err)}}
+		m.errs = append(m.errs, inputError{Source: source, Err: fmt.Errorf("malformed YAML: %w", err)})
+		return
 	}
 	if t := bytes.TrimSpace(j); len(t) == 0 || string(t) == "null" {
-		return nil, nil // an empty document or only comments
+		return // an empty document or only comments
+	}
+	var tm metav1.TypeMeta
+	if json.Unmarshal(j, &tm) == nil && tm.APIVersion == policyv1alpha1.SchemeGroupVersion.String() && tm.Kind == policyv1alpha1.Kind {
+		p := &policyv1alpha1.ArchFilterPolicy{}
+		if err := yaml.UnmarshalStrict(j, p); err != nil {
+			m.errs = append(m.errs, inputError{Source: source, Err: fmt.Errorf("malformed %s: %w", policyv1alpha1.Kind, err)})
+			return
+		}
+		m.policies = append(m.policies, p)
+		return
 	}
 	obj, gvk, err := scheme.Codecs.UniversalDeserializer().Decode(j, nil, nil)
 	switch {
 	case runtime.IsNotRegisteredError(err), runtime.IsMissingKind(err), runtime.IsMissingVersion(err):
-		return nil, []inputError{{Source: source, Err: fmt.Errorf("unknown kind: %w", err)}}
+		m.errs = append(m.errs, inputError{Source: source, Err: fmt.Errorf("unknown kind: %w", err)})
+		return
 	case err != nil:
-		return nil, []inputError{{Source: source, Err: fmt.Errorf("malformed %s: %w", kindOf(gvk), err)}}
+		m.errs = append(m.errs, inputError{Source: source, Err: fmt.Errorf("malformed %s: %w", kindOf(gvk), err)})
+		return
 	}
 	if list, ok := obj.(*v1.List); ok {
-		var (
-			ws   []workload
-			errs []inputError
-		)
 		for i, item := range list.Items {
-			w, e := decodeDocument(fmt.Sprintf("%s item %d", source, i+1), item.Raw)
-			ws, errs = append(ws, w...), append(errs, e...)
+			m.readDocument(fmt.Sprintf("%s item %d", source, i+1), item.Raw)
 		}
-		return ws, errs
+		return
 	}
 	if w, ok := workloadOf(obj); ok {
 		w.Source = source
-		return []workload{w}, nil
+		m.workloads = append(m.workloads, w)
 	}
-	return nil, nil
 }
 
 func kindOf(gvk *schema.GroupVersionKind) string {

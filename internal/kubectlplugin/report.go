@@ -48,8 +48,10 @@ type reportRow struct {
 	Name      string `json:"name"`
 	Platforms string `json:"platforms"` // "unknown" while an image could not be resolved
 	// Decision is archfilter's decision for the workload's pods, in a few words.
-	Decision string      `json:"decision"`
-	Error    string      `json:"error,omitempty"`
+	Decision string `json:"decision"`
+	// Policy is the ArchFilterPolicy that governs the workload's pods.
+	Policy string      `json:"policy,omitempty"`
+	Error  string      `json:"error,omitempty"`
 	On       []readiness `json:"on"`
 
 	// runsNowhere: its images and own constraints leave no platform.
@@ -69,6 +71,10 @@ type reportView struct {
 	NewerTags []newerTagView `json:"newerTags,omitempty"`
 	// Running lists the bound pods on a node that cannot run them (running.go).
 	Running *runningView `json:"running,omitempty"`
+	// Config names the configuration decided with; Notes, what kept the
+	// decisions from being the cluster's.
+	Config string   `json:"config"`
+	Notes  []string `json:"notes,omitempty"`
 }
 
 func newReportCommand(kube *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
@@ -126,6 +132,10 @@ cannot run it; 0 otherwise.`,
 			}
 			if v.Running, err = buildRunning(cmd.Context(), client, ns, &reg, dc); err != nil {
 				return err
+			}
+			v.Config, v.Notes = dc.config, dc.notes
+			if output == string(outputTable) {
+				defer printDecidedWith(streams.ErrOut, dc, 0)
 			}
 			if err := printReport(streams.Out, outputFormat(output), v); err != nil {
 				return err
@@ -310,7 +320,7 @@ func buildReport(ctx context.Context, client kubernetes.Interface, ns string, re
 func readinessOf(w workload, results map[string]resolver.Result, nps []platform.NodePlatform, dc *decider) reportRow {
 	ev := evaluate(w, results, dc, nil, false)
 	compat := dc.settings.Compat
-	row := reportRow{Kind: w.Kind, Namespace: w.Pod.Namespace, Name: w.Pod.Name, Platforms: platformsCell(ev), Decision: ev.Decision.summary()}
+	row := reportRow{Kind: w.Kind, Namespace: w.Pod.Namespace, Name: w.Pod.Name, Platforms: platformsCell(ev), Decision: ev.Decision.summary(), Policy: ev.Decision.Policy}
 	if !ev.judged.read && ev.judged.skip != "" {
 		row.unchecked = true
 		row.Platforms = "not checked: " + string(ev.judged.skip)

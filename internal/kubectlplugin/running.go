@@ -158,15 +158,11 @@ func buildRunning(ctx context.Context, client kubernetes.Interface, ns string, r
 // platformsOfNodes lists the distinct platforms of nodes, Windows builds
 // included (a replacement must match one of them).
 func platformsOfNodes(nodes []v1.Node) []platform.NodePlatform {
-	seen := map[platform.NodePlatform]bool{}
-	var out []platform.NodePlatform
+	ptrs := make([]*v1.Node, len(nodes))
 	for i := range nodes {
-		if np, ok := platform.FromNode(&nodes[i]); ok && !seen[np] {
-			seen[np] = true
-			out = append(out, np)
-		}
+		ptrs[i] = &nodes[i]
 	}
-	return out
+	return platform.DistinctNodePlatforms(ptrs)
 }
 
 // resolvePods resolves, per pod, the images of the pods whose node misplaced

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/archfilter/archfilter/pkg/decision"
@@ -69,6 +70,9 @@ type whyView struct {
 	Recorded *decision.Record `json:"recorded,omitempty"`
 	// RecordError says why a record could not be read.
 	RecordError string `json:"recordError,omitempty"`
+	// Notes say what kept the decision from being the cluster's (policies
+	// that could not be read).
+	Notes []string `json:"notes,omitempty"`
 	// CredentialProblems are pull secrets that could not be used.
 	CredentialProblems []string    `json:"credentialProblems,omitempty"`
 	Nodes              []nodeGroup `json:"nodes"`
@@ -127,17 +131,37 @@ cluster acted on, beside the one re-resolved now.`,
 }
 
 // clusterSetup reads the flags the cluster commands share; errors are input errors.
+// The settings are those of --args, else the cluster's archfilter
+// configuration (decisionFlags.loadFromCluster), with the namespaces'
+// ArchFilterPolicy objects.
 func clusterSetup(ctx context.Context, kube *genericclioptions.ConfigFlags, reg *registryFlags, dec *decisionFlags) (kubernetes.Interface, string, *decider, error) {
-	settings, args, err := dec.load()
-	if err != nil {
-		return nil, "", nil, err
-	}
-	reg.args = args
 	client, ns, err := clusterClient(kube)
 	if err != nil {
 		return nil, "", nil, &ExitError{Code: ExitInputError, Msg: err.Error()}
 	}
-	return client, ns, &decider{settings: settings, namespaces: clusterNamespaces(ctx, client)}, nil
+	settings, args, err := dec.loadFromCluster(ctx, client)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	reg.args = args
+	dc := &decider{settings: settings, namespaces: clusterNamespaces(ctx, client), config: dec.source}
+	if settings.PoliciesEnabled {
+		dyn, err := clusterDynamic(kube)
+		if err != nil {
+			return nil, "", nil, &ExitError{Code: ExitInputError, Msg: err.Error()}
+		}
+		dc.policies = clusterPolicies(ctx, dyn, dc.note)
+	}
+	return client, ns, dc, nil
+}
+
+// clusterDynamic returns a dynamic client for the kubeconfig flags' cluster.
+func clusterDynamic(kube *genericclioptions.ConfigFlags) (dynamic.Interface, error) {
+	cfg, err := kube.ToRESTConfig()
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig: %w", err)
+	}
+	return dynamic.NewForConfig(cfg)
 }
 
 // connector connects to the cluster of the kubeconfig flags when called.
@@ -219,6 +243,7 @@ func explainPod(ctx context.Context, client kubernetes.Interface, ns, name strin
 	if reg.newerTags {
 		v.NewerTags = findNewerTags(ctx, s, compat, podBlockedImages(v.Images, nodes.Items, compat, creds))
 	}
+	v.Notes = dc.notes
 	return v, nil
 }
 
@@ -439,6 +464,15 @@ func printDecision(w io.Writer, v *whyView) {
 	}
 	if d.Preferred != "" {
 		writeLine(w, "Preferred: %s", d.Preferred)
+	}
+	if d.Policy != "" {
+		writeLine(w, "Policy: %s", d.Policy)
+	} else if v.Recorded != nil && v.Recorded.Policy != "" {
+		writeLine(w, "Policy: ArchFilterPolicy %s when it was decided (none governs the pod now)", v.Recorded.Policy)
+	}
+	writeLine(w, "Configuration: %s", orNone(d.Config))
+	for _, n := range v.Notes {
+		writeLine(w, "Note: %s", n)
 	}
 }
 

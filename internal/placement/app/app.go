@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -38,13 +39,18 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/archfilter/archfilter/apis/config"
+	policyv1alpha1 "github.com/archfilter/archfilter/apis/policy/v1alpha1"
 	"github.com/archfilter/archfilter/internal/placement/certs"
 	"github.com/archfilter/archfilter/internal/placement/controller"
 	"github.com/archfilter/archfilter/internal/placement/heal"
 	"github.com/archfilter/archfilter/internal/placement/metrics"
 	"github.com/archfilter/archfilter/internal/placement/serving"
+	"github.com/archfilter/archfilter/internal/placement/warnings"
 	"github.com/archfilter/archfilter/internal/placement/webhook"
 	"github.com/archfilter/archfilter/pkg/decision"
+	"github.com/archfilter/archfilter/pkg/platform"
+	"github.com/archfilter/archfilter/pkg/policystatus"
+	"github.com/archfilter/archfilter/pkg/policystore"
 	"github.com/archfilter/archfilter/pkg/registryclient"
 	"github.com/archfilter/archfilter/pkg/version"
 )
@@ -137,7 +143,8 @@ func Run(ctx context.Context, o *Options) error {
 		return err
 	}
 	excluded := sets.New(args.ExcludedNamespaces...).Insert(o.Namespace)
-	reg := webhook.Registration{Name: o.WebhookConfigName, URL: o.WebhookURL, ExcludedNamespaces: excluded, NamespaceSelector: args.NamespaceSelector,
+	reg := webhook.Registration{Name: o.WebhookConfigName, WarningsName: o.WebhookConfigName + "-warnings", Warnings: o.WorkloadWarnings,
+		URL: o.WebhookURL, ExcludedNamespaces: excluded, NamespaceSelector: args.NamespaceSelector,
 		TimeoutSeconds: int32(o.WebhookTimeout / time.Second)}
 	if o.WebhookURL == "" {
 		reg.Service = &admissionregistrationv1.ServiceReference{Namespace: o.Namespace, Name: o.ServiceName, Port: ptr.To(o.ServicePort)}
@@ -195,6 +202,14 @@ func Run(ctx context.Context, o *Options) error {
 		return err
 	}
 	namespaces := namespaceLabels(ctx, client, factory, settings)
+	policies, err := watchPolicies(ctx, restConfig, args)
+	if err != nil {
+		return err
+	}
+	var lookup decision.PolicyLookup
+	if policies != nil {
+		lookup = policies.store.Lookup
+	}
 	ctrl, err := controller.New(controller.Options{
 		Client:       client,
 		Informers:    factory,
@@ -204,6 +219,7 @@ func Run(ctx context.Context, o *Options) error {
 		Recorder:     recorder,
 		Settings:     settings,
 		Namespaces:   namespaces,
+		Policies:     lookup,
 		By:           component + " " + version.Version,
 		MaxGated:     o.MaxGated,
 		Workers:      o.Workers,
@@ -231,11 +247,23 @@ func Run(ctx context.Context, o *Options) error {
 		run = runBoth(ctrl.Run, h.Run)
 	}
 
+	if policies != nil && o.PolicyStatus {
+		r := &policystatus.Reporter{Client: policies.client, Store: policies.store, Settings: settings,
+			Pods: factory.Core().V1().Pods().Lister(), NodePlatforms: nodePlatforms(factory), Namespaces: namespaces}
+		run = runBoth(run, func(ctx context.Context) error { r.Run(ctx); return nil })
+	}
+
 	live := newControllerLiveness(clock.RealClock{})
 	mux := http.NewServeMux()
+	if o.WorkloadWarnings {
+		mux.Handle(warnings.Path, &warnings.Handler{Settings: settings, Policies: lookup, Namespaces: namespaces,
+			Resolver: rc.Resolver, Credentials: rc.Credentials, NodePlatforms: nodePlatforms(factory),
+			Budget: warningsBudget(o.WebhookTimeout), Logger: logger.WithName("warnings")})
+	}
 	mux.Handle(webhook.Path, &webhook.Handler{
 		Settings:          settings,
 		Namespaces:        namespaces,
+		Policies:          lookup,
 		Logger:            logger,
 		ControllerRunning: live.running,
 	})
@@ -339,6 +367,48 @@ func (o *Options) settings(args *config.ArchFilterArgs) (*decision.Settings, err
 	s.ExcludedNamespaces = s.ExcludedNamespaces.Clone().Insert(o.Namespace)
 	s.Schedulers = sets.New(o.SkipSchedulerNames...)
 	return s, nil
+}
+
+// watchPolicies starts the ArchFilterPolicy store (pkg/policystore) when
+// args enable policies, and returns its lookup; nil otherwise. It returns once
+// the store has synced or knows why it cannot (it logs why), so that pods
+// admitted afterwards are decided with the policies in force.
+func watchPolicies(ctx context.Context, restConfig *rest.Config, args *config.ArchFilterArgs) (*watchedPolicies, error) {
+	if !args.Policies.Enabled {
+		return nil, nil
+	}
+	client, err := dynamic.NewForConfig(restConfig)
+	if err != nil {
+		return nil, fmt.Errorf("a client for %s: %w", policyv1alpha1.SchemeGroupResource, err)
+	}
+	store := policystore.New()
+	policystore.Start(ctx, client, store, policystore.Options{})
+	return &watchedPolicies{store: store, client: client}, nil
+}
+
+// warningsBudget is the registry budget of one workload's warnings: 2s, and a
+// second less than the webhook's timeout, so the API server gets an answer.
+func warningsBudget(timeout time.Duration) time.Duration {
+	return max(100*time.Millisecond, min(warnings.DefaultBudget, timeout-time.Second))
+}
+
+// watchedPolicies are the policy store and the client that fills it.
+type watchedPolicies struct {
+	store  *policystore.Store
+	client dynamic.Interface
+}
+
+// nodePlatforms lists the distinct platforms of the nodes in factory's node
+// informer (registered here; nodes: list, watch).
+func nodePlatforms(factory informers.SharedInformerFactory) func() []platform.NodePlatform {
+	lister := factory.Core().V1().Nodes().Lister()
+	return func() []platform.NodePlatform {
+		nodes, err := lister.List(labels.Everything())
+		if err != nil {
+			return nil
+		}
+		return platform.DistinctNodePlatforms(nodes)
+	}
 }
 
 // namespaceLabels reads a namespace's labels for the namespace selector: from

@@ -51,6 +51,11 @@ type Options struct {
 	// HotStandby is --hot-standby: with LeaderElect, a replica that does not
 	// hold the Lease resolves the images of gated pods, writing nothing.
 	HotStandby bool
+	// PolicyStatus is --policy-status: the leader writes ArchFilterPolicy
+	// objects' status (pkg/policystatus).
+	PolicyStatus bool
+	// WorkloadWarnings is --workload-warnings (package warnings).
+	WorkloadWarnings bool
 	// Mode is --mode: ModePlacement or ModeHeal.
 	Mode string
 	// Misplaced is --misplaced (off, report, evict), EvictionsPerMinute its rate limit.
@@ -80,6 +85,8 @@ func NewOptions() *Options {
 		SkipSchedulerNames: []string{"archfilter-scheduler"},
 		Mode:               ModePlacement,
 		HotStandby:         true,
+		PolicyStatus:       true,
+		WorkloadWarnings:   true,
 		Misplaced:          string(heal.ModeOff),
 		EvictionsPerMinute: 2,
 		MetricsAuth:        MetricsAuthDelegated,
@@ -149,6 +156,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "run the controller (and the watch on bound pods) only in the replica holding the Lease --lease-name in --namespace (every replica serves the webhook)")
 	fs.StringVar(&o.LeaseName, "lease-name", o.LeaseName, "the Lease --leader-elect uses; empty means archfilter-placement, or archfilter-heal with --mode=heal")
 	fs.BoolVar(&o.HotStandby, "hot-standby", o.HotStandby, "with --leader-elect: a replica that does not hold the Lease resolves the images of gated pods as the leader does (into its own cache; it writes nothing to the cluster), so that it takes over without asking the registries; false: a standby only serves the webhook")
+	fs.BoolVar(&o.WorkloadWarnings, "workload-warnings", o.WorkloadWarnings, "register a validating webhook (the ValidatingWebhookConfiguration <webhook-config-name>-warnings) that warns, never denies, when a Deployment, StatefulSet, DaemonSet, ReplicaSet, Job or CronJob is applied whose pod template's images run on no platform of the cluster's nodes or on none its ArchFilterPolicy allows; false deletes it")
+	fs.BoolVar(&o.PolicyStatus, "policy-status", o.PolicyStatus, "the leader writes the status of ArchFilterPolicy objects (whether each is in force, overlaps another, oversteps ArchFilterArgs.policies, has an effect); set false when an archfilter scheduler runs too, which writes them (the chart does)")
 	fs.StringVar(&o.Misplaced, "misplaced", o.Misplaced, "bound pods on a node that cannot run them (the node's platform is not among their images', or exec format error): off; report (an ArchFilterMisplaced event on the pod and the archfilter_placement_misplaced_pods gauge); evict (and evict those a controller other than a DaemonSet recreates, through the Eviction API, so that they are placed again); run by the leader only")
 	fs.Float64Var(&o.EvictionsPerMinute, "misplaced-evictions-per-minute", o.EvictionsPerMinute, "with --misplaced=evict: the most pods evicted per minute (one at a time)")
 	fs.BoolVar(&o.RemoveGates, "remove-gates", o.RemoveGates, "uninstall: delete the webhook configuration, remove the gate from every pod, exit")

@@ -75,6 +75,9 @@ type Options struct {
 	Settings *decision.Settings
 	// Namespaces gives a namespace's labels, for the namespace selector.
 	Namespaces decision.NamespaceLabels
+	// Policies reads the ArchFilterPolicy objects (pkg/policystore); nil
+	// without policies.
+	Policies decision.PolicyLookup
 	// By names this component and its version in the decisions it records.
 	By string
 	// MaxGated is the longest a pod keeps the gate, counted from its creation.
@@ -270,7 +273,7 @@ func (c *Controller) warm(ctx context.Context, key string) time.Duration {
 	if err != nil || !placement.HasGate(pod) || pod.DeletionTimestamp != nil {
 		return 0
 	}
-	s := c.opts.Settings
+	s := c.opts.Settings.ForPod(pod, c.opts.Policies)
 	if s.Scope(pod, decision.ViaPlacement, c.opts.Namespaces) != "" || decision.Declared(pod) {
 		return 0 // the leader asks no registry for it either
 	}
@@ -352,9 +355,12 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 // decision what the plugin would decide, and says what to write; it never
 // returns an outcome that keeps the pod gated past MaxGated.
 func (c *Controller) decide(ctx context.Context, pod *v1.Pod) outcome {
-	s := c.opts.Settings
+	s := c.opts.Settings.ForPod(pod, c.opts.Policies)
 	now := c.opts.Now()
 	rec := decision.Record{By: c.opts.By, At: metav1.NewTime(now)}
+	if s.Policy != nil {
+		rec.Policy = s.Policy.Key()
+	}
 	if reason := s.Scope(pod, decision.ViaPlacement, c.opts.Namespaces); reason != "" {
 		// Gated, then taken out of scope (its annotations or its namespace's
 		// labels changed): released as it is.

@@ -367,15 +367,7 @@ func (h *Healer) clusterPlatforms() []platform.NodePlatform {
 	if err != nil {
 		return nil
 	}
-	seen := map[platform.NodePlatform]bool{}
-	var out []platform.NodePlatform
-	for _, n := range nodes {
-		if np, ok := platform.FromNode(n); ok && !seen[np] {
-			seen[np] = true
-			out = append(out, np)
-		}
-	}
-	return out
+	return platform.DistinctNodePlatforms(nodes)
 }
 
 // message is the event's text: the node, each finding, and what the companion

@@ -27,6 +27,12 @@ const (
 type Registration struct {
 	// Name of the MutatingWebhookConfiguration the component owns.
 	Name string
+	// WarningsName names the ValidatingWebhookConfiguration of the workload
+	// warnings (package warnings): applied with Name's when Warnings is true,
+	// deleted when it is false (a leftover of an earlier run), deleted with
+	// Name's. Empty: no such configuration.
+	WarningsName string
+	Warnings     bool
 	// URL ("https://127.0.0.1:9443") is used when set; otherwise Service.
 	URL     string
 	Service *admissionregistrationv1.ServiceReference
@@ -112,7 +118,13 @@ func (r Registration) Apply(ctx context.Context, client kubernetes.Interface, ca
 	if err != nil {
 		return fmt.Errorf("MutatingWebhookConfiguration %s: %w", r.Name, err)
 	}
-	return nil
+	switch {
+	case r.WarningsName == "":
+		return nil
+	case r.Warnings:
+		return r.applyWarnings(ctx, client, caBundle)
+	}
+	return r.deleteWarnings(ctx, client)
 }
 
 // Delete removes the configuration; a missing one is not an error.
@@ -120,6 +132,9 @@ func (r Registration) Delete(ctx context.Context, client kubernetes.Interface) e
 	err := client.AdmissionregistrationV1().MutatingWebhookConfigurations().Delete(ctx, r.Name, metav1.DeleteOptions{})
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("deleting MutatingWebhookConfiguration %s: %w", r.Name, err)
+	}
+	if r.WarningsName != "" {
+		return r.deleteWarnings(ctx, client)
 	}
 	return nil
 }

@@ -34,6 +34,8 @@ type Handler struct {
 	Settings *decision.Settings
 	// Namespaces gives a namespace's labels, for the namespace selector.
 	Namespaces decision.NamespaceLabels
+	// Policies reads the ArchFilterPolicy objects; nil without policies.
+	Policies decision.PolicyLookup
 	Logger     klog.Logger
 	// ControllerRunning, when set, tells whether a placement controller is
 	// running to remove the gates (this process's, or the Lease holder's):
@@ -109,7 +111,7 @@ func (h *Handler) Admit(req *admissionv1.AdmissionRequest) *admissionv1.Admissio
 
 // skip names why pod is not gated, or "".
 func (h *Handler) skip(pod *v1.Pod) string {
-	if reason := h.Settings.Scope(pod, decision.ViaPlacement, h.Namespaces); reason != "" {
+	if reason := h.Settings.ForPod(pod, h.Policies).Scope(pod, decision.ViaPlacement, h.Namespaces); reason != "" {
 		return string(reason)
 	}
 	if placement.HasGate(pod) {

@@ -15,9 +15,12 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	k8sversion "k8s.io/component-base/version"
+	"k8s.io/client-go/dynamic"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/utils/clock"
@@ -26,6 +29,8 @@ import (
 	"github.com/archfilter/archfilter/apis/config/validation"
 	"github.com/archfilter/archfilter/pkg/decision"
 	"github.com/archfilter/archfilter/pkg/platform"
+	"github.com/archfilter/archfilter/pkg/policystatus"
+	"github.com/archfilter/archfilter/pkg/policystore"
 	"github.com/archfilter/archfilter/pkg/resolver"
 	"github.com/archfilter/archfilter/pkg/version"
 )
@@ -49,6 +54,12 @@ type ArchFilter struct {
 	daemonSetChecked sync.Map
 	events           podEvents
 	clock            clock.WithDelayedExecution
+	// policies holds the cluster's ArchFilterPolicy objects (nil when
+	// ArchFilterArgs.policies.enabled is false); policyLookup is its Lookup,
+	// bound once. policyEvents: register the policy event (hints.go).
+	policies     *policystore.Store
+	policyLookup decision.PolicyLookup
+	policyEvents bool
 	// lastCycle is the cycle state PreFilter last wrote and what it wrote there,
 	// so Filter finds it without the cycle state's lookup (see filterState).
 	lastCycle atomic.Pointer[cycleRef]
@@ -95,7 +106,17 @@ type deps struct {
 	// leading says whether this process leads; nil reads the process's leader
 	// election (leader.go).
 	leading func() bool
+	// policies is the ArchFilterPolicy store (nil: no policies);
+	// policiesWatched, whether it watched the cluster from the start.
+	policies        *policystore.Store
+	policiesWatched bool
+	// policyClient writes the policies' status (nil: nothing writes it).
+	policyClient dynamic.Interface
 }
+
+// reportingStatus makes the first ArchFilter instance of the process (the
+// first profile) the one that writes policies' status.
+var reportingStatus sync.Once
 
 func newPlugin(ctx context.Context, args *config.ArchFilterArgs, h fwk.Handle, d deps) (*ArchFilter, error) {
 	s, err := decision.NewSettings(args)
@@ -107,9 +128,12 @@ func newPlugin(ctx context.Context, args *config.ArchFilterArgs, h fwk.Handle, d
 	}
 	registerMetrics()
 	pl := &ArchFilter{
-		handle:      h,
-		settings:    s,
-		scope:       newScope(s),
+		handle:       h,
+		settings:     s,
+		scope:        newScope(s),
+		policies:     d.policies,
+		policyLookup: d.policies.Lookup,
+		policyEvents: d.policies != nil && d.policiesWatched,
 		resolver:    d.resolver,
 		credentials: d.credentials,
 		nodes:       newNodeIndex(),
@@ -126,7 +150,22 @@ func newPlugin(ctx context.Context, args *config.ArchFilterArgs, h fwk.Handle, d
 	pl.held.onSlow = pl.events.waiting
 	pl.held.onResolved = pl.announce
 	pl.held.onDeleted = func(uid types.UID) { pl.daemonSetChecked.Delete(uid) }
+	if d.policies != nil {
+		pl.scope.policies = pl.policyLookup
+	}
 	if f := h.SharedInformerFactory(); f != nil {
+		if d.policies != nil {
+			pods := f.Core().V1().Pods().Lister()
+			d.policies.OnChange(func(c policystore.Change) { pl.requeueForPolicy(pods, c) })
+			if d.policyClient != nil {
+				reportingStatus.Do(func() {
+					r := &policystatus.Reporter{Client: d.policyClient, Store: d.policies, Settings: s, Pods: pods,
+						NodePlatforms: func() []platform.NodePlatform { return pl.platforms.snapshot().platforms },
+						Namespaces:    pl.scope.labelsOf, Leading: d.leading}
+					go r.Run(ctx)
+				})
+			}
+		}
 		if s.NamespaceSelector != nil {
 			pl.scope.namespaces = f.Core().V1().Namespaces().Lister()
 		}
@@ -145,6 +184,33 @@ func newPlugin(ctx context.Context, args *config.ArchFilterArgs, h fwk.Handle, d
 		pl.held.stop()
 	}()
 	return pl, nil
+}
+
+// settingsFor returns the settings that apply to pod: the cluster's, with the
+// ArchFilterPolicy that governs it. Memory only.
+func (pl *ArchFilter) settingsFor(pod *v1.Pod) *decision.Settings {
+	return pl.settings.ForPod(pod, pl.policyLookup)
+}
+
+// requeueForPolicy activates the unscheduled pods of the changed policy's
+// namespace that it selected before or selects after the change, so they are
+// decided again under the policy that now governs them. It runs in the policy
+// informer's goroutine, outside any scheduling cycle.
+func (pl *ArchFilter) requeueForPolicy(pods corelisters.PodLister, c policystore.Change) {
+	list, err := pods.Pods(c.Namespace).List(labels.Everything())
+	if err != nil {
+		return
+	}
+	selected := map[string]*v1.Pod{}
+	for _, pod := range list {
+		if pod.Spec.NodeName != "" || pod.DeletionTimestamp != nil {
+			continue
+		}
+		if (c.Before == nil && c.After == nil) || (c.Before != nil && c.Before.Selects(pod)) || (c.After != nil && c.After.Selects(pod)) {
+			selected[podKey(pod)] = pod
+		}
+	}
+	pl.activate(selected)
 }
 
 // Name returns the plugin name.
@@ -171,12 +237,13 @@ func (pl *ArchFilter) activate(pods map[string]*v1.Pod) {
 // announce records what was learned about a held pod once its images resolved.
 func (pl *ArchFilter) announce(pod *v1.Pod) {
 	lookup := pl.lookupFor(pod)
-	d := pl.settings.Decide(pod, lookup)
+	rules := pl.settingsFor(pod)
+	d := rules.Decide(pod, lookup)
 	switch {
 	case len(d.Failed) > 0:
 		pl.events.rejected(pod, &d)
 	case d.Rejection == nil:
-		pl.events.resolved(pod, d.Platforms, pl.exclusions(pod, &d, lookup))
+		pl.events.resolved(pod, d.Platforms, pl.exclusions(rules, pod, &d, lookup))
 	}
 }
 
@@ -185,7 +252,7 @@ const maxExclusions = 4
 
 // exclusions says, for the platforms of the cluster's nodes that d does not allow
 // (at most maxExclusions), what excludes each; nil when d allows every node.
-func (pl *ArchFilter) exclusions(pod *v1.Pod, d *decision.Decision, lookup decision.Lookup) []string {
+func (pl *ArchFilter) exclusions(rules *decision.Settings, pod *v1.Pod, d *decision.Decision, lookup decision.Lookup) []string {
 	if d.Platforms.IsAny() {
 		return nil
 	}
@@ -206,7 +273,7 @@ func (pl *ArchFilter) exclusions(pod *v1.Pod, d *decision.Decision, lookup decis
 			out = append(out, fmt.Sprintf("and %d more platforms", len(excluded)-maxExclusions))
 			break
 		}
-		out = append(out, pl.settings.Exclusion(pod, d, lookup, np))
+		out = append(out, rules.Exclusion(pod, d, lookup, np))
 	}
 	return out
 }

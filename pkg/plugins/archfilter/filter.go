@@ -102,7 +102,8 @@ func (pl *ArchFilter) PreFilter(ctx context.Context, state fwk.CycleState, pod *
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
 	lookup := pl.lookupFor(pod)
-	d := pl.settings.Decide(pod, lookup)
+	rules := pl.settingsFor(pod)
+	d := rules.Decide(pod, lookup)
 	if r := d.Rejection; r != nil {
 		filterRejections.WithLabelValues(r.Kind).Inc()
 		if !d.RetryAt.IsZero() {
@@ -140,7 +141,7 @@ func (pl *ArchFilter) PreFilter(ctx context.Context, state fwk.CycleState, pod *
 		allowed: newByPlatform(snap, allowed),
 		named:   make([]atomic.Pointer[rejections], len(snap.platforms)),
 		explain: func(np platform.NodePlatform) string {
-			return mismatch + ": " + pl.settings.Exclusion(pod, &d, lookup, np)
+			return mismatch + ": " + rules.Exclusion(pod, &d, lookup, np)
 		},
 		unnamed:            newRejections(mismatch),
 		tolerateArchTaints: pl.settings.ArchTaintToleration,
@@ -211,6 +212,6 @@ func allows(set platform.Set) func(np platform.NodePlatform, known bool) bool {
 // resolvedPlatforms is the set the pod may run on, and false when there is
 // none (PreFilter would reject the pod); used by the queueing hints.
 func (pl *ArchFilter) resolvedPlatforms(pod *v1.Pod) (platform.Set, bool) {
-	d := pl.settings.Decide(pod, pl.lookupFor(pod))
+	d := pl.settingsFor(pod).Decide(pod, pl.lookupFor(pod))
 	return d.Platforms, d.Rejection == nil
 }

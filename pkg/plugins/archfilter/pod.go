@@ -11,7 +11,9 @@ import (
 // scope asks package decision which pods ArchFilter looks at. Everything it
 // reads is in memory (the pod, and the namespace informer's cache).
 type scope struct {
-	settings   *decision.Settings
+	settings *decision.Settings
+	// policies reads the ArchFilterPolicy store; nil without policies.
+	policies   decision.PolicyLookup
 	namespaces corelisters.NamespaceLister // nil when no namespaceSelector is set
 	// labelsOf is namespaceLabels, bound once so that asking does not allocate.
 	labelsOf decision.NamespaceLabels
@@ -25,7 +27,7 @@ func newScope(s *decision.Settings) *scope {
 
 // skipReason says why a pod is out of scope, or "" when ArchFilter applies.
 func (s *scope) skipReason(pod *v1.Pod) decision.SkipReason {
-	return s.settings.Scope(pod, decision.ViaScheduler, s.labelsOf)
+	return s.settings.ForPod(pod, s.policies).Scope(pod, decision.ViaScheduler, s.labelsOf)
 }
 
 // namespaceLabels reads the namespace informer's cache. A namespace not in it

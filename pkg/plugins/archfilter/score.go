@@ -28,7 +28,7 @@ func (pl *ArchFilter) PreScore(_ context.Context, state fwk.CycleState, pod *v1.
 	if pl.scope.skipReason(pod) != "" {
 		return fwk.NewStatus(fwk.Skip)
 	}
-	prefs, _, invalid := pl.settings.Preferred(pod)
+	prefs, _, invalid := pl.settingsFor(pod).Preferred(pod)
 	if invalid != nil {
 		pl.events.invalidPreference(pod, invalid)
 	}

@@ -6,7 +6,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	fwk "k8s.io/kube-scheduler/framework"
 
-	"github.com/archfilter/archfilter/apis/annotations"
+	"github.com/archfilter/archfilter/pkg/decision"
 	"github.com/archfilter/archfilter/pkg/platform"
 )
 
@@ -16,8 +16,9 @@ const (
 	// SignerAllowedPlatforms: the platforms PreFilter would allow the pod,
 	// with Windows builds, or "*" when ArchFilter leaves the pod alone.
 	SignerAllowedPlatforms = Name + ".AllowedPlatforms()"
-	// SignerPreferredPlatforms: the pod's own preferred-platforms annotation
-	// ("" when it uses the profile's preferredPlatforms).
+	// SignerPreferredPlatforms: the platforms PreScore would prefer for the
+	// pod (its annotation's, its ArchFilterPolicy's or the profile's), as
+	// "os/arch=weight,...", or "" when ArchFilter leaves the pod alone.
 	SignerPreferredPlatforms = Name + ".PreferredPlatforms()"
 )
 
@@ -35,17 +36,20 @@ var _ fwk.SignPlugin = &ArchFilter{}
 // to an image of other platforms in between does not. A pod that ArchFilter
 // would reject is not signed: it has no result to share.
 func (pl *ArchFilter) SignPod(_ context.Context, pod *v1.Pod) ([]fwk.SignFragment, *fwk.Status) {
-	allowed := []string{"*"}
+	allowed, preferred := []string{"*"}, ""
 	if pl.scope.skipReason(pod) == "" {
-		d := pl.settings.Decide(pod, pl.lookupFor(pod))
+		rules := pl.settingsFor(pod)
+		d := rules.Decide(pod, pl.lookupFor(pod))
 		if d.Rejection != nil {
 			return nil, fwk.NewStatus(fwk.Unschedulable, d.Rejection.Message)
 		}
 		allowed = signedPlatforms(d.Platforms)
+		prefs, _, _ := rules.Preferred(pod)
+		preferred = decision.PreferencesString(prefs)
 	}
 	return []fwk.SignFragment{
 		{Key: SignerAllowedPlatforms, Value: allowed},
-		{Key: SignerPreferredPlatforms, Value: pod.Annotations[annotations.PreferredPlatforms]},
+		{Key: SignerPreferredPlatforms, Value: preferred},
 	}, nil
 }
 

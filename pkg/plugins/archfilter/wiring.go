@@ -2,10 +2,14 @@ package archfilter
 
 import (
 	"context"
+	"fmt"
 
+	"k8s.io/client-go/dynamic"
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/archfilter/archfilter/apis/config"
+	policyv1alpha1 "github.com/archfilter/archfilter/apis/policy/v1alpha1"
+	"github.com/archfilter/archfilter/pkg/policystore"
 	"github.com/archfilter/archfilter/pkg/registryclient"
 )
 
@@ -17,5 +21,14 @@ func newRegistryDeps(ctx context.Context, args *config.ArchFilterArgs, h fwk.Han
 	if err != nil {
 		return deps{}, err
 	}
-	return deps{resolver: c.Resolver, credentials: c.Credentials}, nil
+	d := deps{resolver: c.Resolver, credentials: c.Credentials}
+	if args.Policies.Enabled && h.KubeConfig() != nil {
+		client, err := dynamic.NewForConfig(h.KubeConfig())
+		if err != nil {
+			return deps{}, fmt.Errorf("a client for %s: %w", policyv1alpha1.SchemeGroupResource, err)
+		}
+		d.policies, d.policyClient = policystore.New(), client
+		d.policiesWatched = policystore.Start(ctx, client, d.policies, policystore.Options{})
+	}
+	return d, nil
 }

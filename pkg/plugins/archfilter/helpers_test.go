@@ -33,6 +33,7 @@ import (
 	"github.com/archfilter/archfilter/apis/config/scheme"
 	configv1 "github.com/archfilter/archfilter/apis/config/v1"
 	"github.com/archfilter/archfilter/pkg/platform"
+	"github.com/archfilter/archfilter/pkg/policystore"
 	"github.com/archfilter/archfilter/pkg/resolver"
 )
 
@@ -424,6 +425,10 @@ type harnessConfig struct {
 	results  map[string]resolver.Result // nil: standardResults
 	// standby: the process does not lead (leader.go).
 	standby bool
+	// policies is the ArchFilterPolicy store; policiesWatched, whether it
+	// watched from the start (the policies' event is registered then).
+	policies        *policystore.Store
+	policiesWatched bool
 }
 
 type harness struct {
@@ -510,7 +515,8 @@ func newHarness(t testing.TB, ctx context.Context, hc harnessConfig) *harness {
 	}
 	res := newFakeResolver(t, clk, hc.results)
 	creds := &fakeCredentials{}
-	pl, err := newPlugin(ctx, hc.args, fh, deps{resolver: res, credentials: creds, clock: clk, leading: func() bool { return !hc.standby }})
+	pl, err := newPlugin(ctx, hc.args, fh, deps{resolver: res, credentials: creds, clock: clk, leading: func() bool { return !hc.standby },
+		policies: hc.policies, policiesWatched: hc.policiesWatched})
 	if err != nil {
 		t.Fatalf("newPlugin: %v", err)
 	}

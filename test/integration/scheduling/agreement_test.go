@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	"k8s.io/klog/v2/ktesting"
@@ -28,6 +29,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/archfilter/archfilter/apis/annotations"
+	policyv1alpha1 "github.com/archfilter/archfilter/apis/policy/v1alpha1"
 	"github.com/archfilter/archfilter/internal/placement/app"
 	"github.com/archfilter/archfilter/internal/registrytest"
 	"github.com/archfilter/archfilter/pkg/decision"
@@ -54,6 +56,7 @@ type agreementCase struct {
 	images []string
 	// namespace defaults to nsSelected.
 	namespace   string
+	labels      map[string]string
 	annotations map[string]string
 	// mutate adds the pod's own constraints, owner, and the like.
 	mutate func(*v1.Pod)
@@ -68,6 +71,8 @@ type agreementConfig struct {
 	name  string
 	args  string
 	cases []agreementCase
+	// policies are created before the cases are judged.
+	policies []*policyv1alpha1.ArchFilterPolicy
 }
 
 // The nodes, one per platform (their names are their platforms).
@@ -155,6 +160,7 @@ func agreementConfigs() []agreementConfig {
 				{name: "DaemonSet pod on a node its image does not run on", images: []string{"arm64"}, mutate: daemonSetPod("amd64"), outcome: decision.OutcomeConstrained},
 			},
 		},
+		teamPolicies(common),
 		{
 			name: "Ignore with fallbackPlatforms",
 			args: common + "failurePolicy: Ignore\nfallbackPlatforms: [linux/amd64]\n",
@@ -191,6 +197,7 @@ func TestOneDecisionEverywhere(t *testing.T) {
 	for _, cfg := range agreementConfigs() {
 		t.Run(cfg.name, func(t *testing.T) {
 			a := startAgreement(t, cfg.args, reg.Host())
+			a.createPolicies(t, cfg.policies)
 			for _, tc := range cfg.cases {
 				t.Run(tc.name, func(t *testing.T) {
 					a.check(t, tc, images)
@@ -207,6 +214,8 @@ type agreement struct {
 	*placementCluster
 	sched      *scheduler.Scheduler
 	argsFile   string
+	// policies are the config's, written into check's manifests.
+	policies   []*policyv1alpha1.ArchFilterPolicy
 	registry   string
 	kubectl    *kubectl
 	nodes      []*v1.Node
@@ -218,7 +227,9 @@ const stockProfile = "stock"
 func startAgreement(t *testing.T, args, registry string) *agreement {
 	t.Helper()
 	args += "registries:\n- host: " + registry + "\n  insecure: true\n"
-	testCtx := testutils.InitTestAPIServer(t, "agreement", nil)
+	// An API server that serves the ArchFilterPolicy CRD: the scheduler
+	// registers the policies' event, and waits for its informer.
+	testCtx := startAPIServerWithCRDs(t)
 	cs := testCtx.ClientSet
 	for name, on := range map[string]bool{nsSelected: true, nsUnselected: false, nsExcluded: true} {
 		ns := &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
@@ -294,6 +305,7 @@ func (a *agreement) podFor(tc agreementCase, images map[string]string, name, sch
 	}
 	p := st.MakePod().Namespace(ns).Name(name).SchedulerName(schedulerName).Obj()
 	p.Annotations = tc.annotations
+	p.Labels = tc.labels
 	for i, img := range tc.images {
 		ref, ok := images[img]
 		if !ok {
@@ -531,6 +543,16 @@ func (a *agreement) checkManifest(t *testing.T, pod *v1.Pod) struct{ Decision st
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The namespace's policies travel with the manifest: check -f applies them.
+	for _, p := range a.policies {
+		p = p.DeepCopy()
+		p.APIVersion, p.Kind = policyv1alpha1.SchemeGroupVersion.String(), policyv1alpha1.Kind
+		doc, err := yaml.Marshal(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data = append(append(data, "---\n"...), doc...)
+	}
 	file := filepath.Join(t.TempDir(), "pod.yaml")
 	if err := os.WriteFile(file, data, 0o600); err != nil {
 		t.Fatal(err)
@@ -544,4 +566,75 @@ func (a *agreement) checkManifest(t *testing.T, pod *v1.Pod) struct{ Decision st
 		t.Errorf("check exits 2 (not answered) for a pod archfilter decides without a registry:\n%s", r.transcript)
 	}
 	return v.Workloads[0]
+}
+
+// teamPolicies is the table's policies: teams in the selected namespace with
+// their own allowed platforms, preferences, failure policy and opt-out, a
+// policy for everyone else, and one in an excluded namespace.
+func teamPolicies(common string) agreementConfig {
+	team := func(name string) map[string]string { return map[string]string{"team": name} }
+	fail := policyv1alpha1.FailurePolicyFail
+	policy := func(ns, name string, selector map[string]string, spec policyv1alpha1.ArchFilterPolicySpec) *policyv1alpha1.ArchFilterPolicy {
+		if selector != nil {
+			spec.PodSelector = policyv1alpha1.MatchingLabels(selector)
+		}
+		return &policyv1alpha1.ArchFilterPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: spec}
+	}
+	return agreementConfig{
+		name: "Team policies",
+		args: common + "failurePolicy: Ignore\ndaemonSetPolicy: Skip\n",
+		policies: []*policyv1alpha1.ArchFilterPolicy{
+			policy(nsSelected, "arm-team", team("arm"), policyv1alpha1.ArchFilterPolicySpec{AllowedPlatforms: []string{"linux/arm64"},
+				PreferredPlatforms: []policyv1alpha1.PlatformPreference{{Platform: "linux/arm64", Weight: 100}}}),
+			policy(nsSelected, "amd-team", team("amd"), policyv1alpha1.ArchFilterPolicySpec{AllowedPlatforms: []string{"linux/amd64"}}),
+			policy(nsSelected, "opted-out", team("out"), policyv1alpha1.ArchFilterPolicySpec{OptOut: true}),
+			policy(nsSelected, "strict", team("strict"), policyv1alpha1.ArchFilterPolicySpec{FailurePolicy: &fail}),
+			policy(nsSelected, "zz-everyone", nil, policyv1alpha1.ArchFilterPolicySpec{PreferredPlatforms: []policyv1alpha1.PlatformPreference{{Platform: "linux/amd64", Weight: 30}}}),
+			policy(nsExcluded, "ignored", nil, policyv1alpha1.ArchFilterPolicySpec{AllowedPlatforms: []string{"linux/s390x"}}),
+		},
+		cases: []agreementCase{
+			{name: "allowed platforms narrow a multi-arch image", images: []string{"multi"}, labels: team("arm"), want: []string{"arm64"}, outcome: decision.OutcomeConstrained},
+			{name: "images on no allowed platform", images: []string{"amd64"}, labels: team("arm"), outcome: decision.OutcomeRejected},
+			{name: "another team's allowed platforms", images: []string{"multi"}, labels: team("amd"), want: []string{"amd64"}, outcome: decision.OutcomeConstrained},
+			{name: "a Windows image under a Linux team", images: []string{"windows1809"}, labels: team("amd"), outcome: decision.OutcomeRejected},
+			{name: "declared platforms narrowed by the policy", images: []string{"localhost"}, labels: team("arm"),
+				annotations: map[string]string{annotations.Platforms: "linux/amd64,linux/arm64"}, want: []string{"arm64"}, outcome: decision.OutcomeConstrained},
+			{name: "opted out by the policy", images: []string{"arm64"}, labels: team("out"), want: allAgreementNodes, outcome: decision.OutcomeSkipped},
+			{name: "the pod's skip false wins over the opt-out", images: []string{"arm64"}, labels: team("out"),
+				annotations: map[string]string{annotations.Skip: "false"}, want: []string{"arm64"}, outcome: decision.OutcomeConstrained},
+			{name: "the policy's failurePolicy Fail", images: []string{"missing"}, labels: team("strict"), outcome: decision.OutcomeRejected},
+			{name: "the cluster's failurePolicy Ignore elsewhere", images: []string{"missing"}, want: allAgreementNodes, outcome: decision.OutcomeFailedOpen},
+			{name: "a policy in an excluded namespace", namespace: nsExcluded, images: []string{"arm64"}, want: allAgreementNodes, outcome: decision.OutcomeSkipped},
+		},
+	}
+}
+
+// createPolicies creates the config's policies and waits until archfilter has
+// reported on each (its status observes its generation): the scheduler's and
+// the placement mode's stores hold them then.
+func (a *agreement) createPolicies(t *testing.T, policies []*policyv1alpha1.ArchFilterPolicy) {
+	t.Helper()
+	if len(policies) == 0 {
+		return
+	}
+	a.policies = policies
+	dyn := dynamic.NewForConfigOrDie(a.config)
+	for _, p := range policies {
+		if err := createPolicy(t, dyn, p); err != nil {
+			t.Fatalf("creating ArchFilterPolicy %s/%s: %v", p.Namespace, p.Name, err)
+		}
+	}
+	for _, p := range policies {
+		a.eventually("the status of ArchFilterPolicy "+p.Namespace+"/"+p.Name, func(ctx context.Context) (bool, error) {
+			c, got, err := policyCondition(ctx, dyn, p.Namespace, p.Name, policyv1alpha1.ConditionAccepted)
+			return err == nil && c != nil && got.Status.ObservedGeneration == got.Generation, nil
+		})
+	}
+	c, _, err := policyCondition(a.ctx, dyn, nsExcluded, "ignored", policyv1alpha1.ConditionAccepted)
+	if err != nil || c.Status != metav1.ConditionFalse || c.Reason != policyv1alpha1.ReasonNamespaceExcluded {
+		t.Errorf("the policy in an excluded namespace: Accepted %+v, %v; want False, %s", c, err, policyv1alpha1.ReasonNamespaceExcluded)
+	}
+	// Both stores' informers saw the objects before their status was written
+	// (by either); a moment more for the other one's.
+	time.Sleep(time.Second)
 }

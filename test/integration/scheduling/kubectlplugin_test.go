@@ -482,7 +482,7 @@ func (k *kubectl) run(t *testing.T, dockerConfig string, args ...string) result 
 func writeKubeconfig(t *testing.T, c *rest.Config) string {
 	t.Helper()
 	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters["test"] = &clientcmdapi.Cluster{Server: c.Host, CertificateAuthority: c.CAFile, CertificateAuthorityData: c.CAData, InsecureSkipTLSVerify: c.Insecure}
+	cfg.Clusters["test"] = &clientcmdapi.Cluster{Server: c.Host, CertificateAuthority: c.CAFile, CertificateAuthorityData: c.CAData, InsecureSkipTLSVerify: c.Insecure, TLSServerName: c.ServerName}
 	cfg.AuthInfos["test"] = &clientcmdapi.AuthInfo{Token: c.BearerToken, TokenFile: c.BearerTokenFile, ClientCertificate: c.CertFile, ClientKey: c.KeyFile, ClientCertificateData: c.CertData, ClientKeyData: c.KeyData}
 	cfg.Contexts["test"] = &clientcmdapi.Context{Cluster: "test", AuthInfo: "test"}
 	cfg.CurrentContext = "test"

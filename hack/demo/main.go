@@ -258,6 +258,11 @@ func runDemo(ctx context.Context, args []string) error {
 		return fmt.Errorf("--mode %q: want secondary or replacement", *mode)
 	}
 
+	// One team policy (docs/team-by-team.md), applied once a scheduler runs.
+	if err := applyPolicy(ctx, *kubeconfig); err != nil {
+		return err
+	}
+
 	want := 0
 	images := map[string]framework.Image{}
 	for _, w := range wls {
@@ -287,6 +292,9 @@ func runDemo(ctx context.Context, args []string) error {
 	}
 	if n := wrongBy[archfilterScheduler]; n > 0 {
 		return fmt.Errorf("%s mode: archfilter (%s) placed %d pods on nodes that cannot run their images", *mode, archfilterScheduler, n)
+	}
+	if err := checkPolicy(rows); err != nil {
+		return err
 	}
 	return waitErr
 }

@@ -30,7 +30,10 @@ import (
 // what ArchFilter needs that system:kube-scheduler does not grant.
 var ArchFilterRules = []rbacv1.PolicyRule{
 	{APIGroups: []string{""}, Resources: []string{"secrets", "serviceaccounts"}, Verbs: []string{"list", "watch"}},
+	{APIGroups: []string{"archfilter.io"}, Resources: []string{"archfilterpolicies"}, Verbs: []string{"get", "list", "watch"}},
+	{APIGroups: []string{"archfilter.io"}, Resources: []string{"archfilterpolicies/status"}, Verbs: []string{"update", "patch"}},
 }
+
 
 // LeaderElectionRules are the exact rules of the Role for lease name.
 func LeaderElectionRules(lease string) []rbacv1.PolicyRule {
@@ -71,6 +74,7 @@ var SecondaryInventory = []string{
 	"ClusterRoleBinding archfilter-scheduler:kube-scheduler",
 	"ClusterRoleBinding archfilter-scheduler:volume-scheduler",
 	"ConfigMap kube-system/archfilter-scheduler-config",
+	"CustomResourceDefinition archfilterpolicies.archfilter.io",
 	"Deployment kube-system/archfilter-scheduler",
 	"Role kube-system/archfilter-scheduler:leader-election",
 	"RoleBinding kube-system/archfilter-scheduler:extension-apiserver-authentication-reader",
@@ -83,6 +87,7 @@ var SecondaryInventory = []string{
 var KubeadmInventory = []string{
 	"ClusterRole archfilter-scheduler",
 	"ClusterRoleBinding archfilter-scheduler:kubeadm",
+	"CustomResourceDefinition archfilterpolicies.archfilter.io",
 }
 
 // problems collects check failures.

@@ -339,7 +339,7 @@ func Load(dir string) (objs []k8sruntime.Object, files []string, err error) {
 
 func namespaced(o k8sruntime.Object) bool {
 	switch o.GetObjectKind().GroupVersionKind().Kind {
-	case "Namespace", "ClusterRole", "ClusterRoleBinding", "PriorityClass":
+	case "Namespace", "ClusterRole", "ClusterRoleBinding", "PriorityClass", "CustomResourceDefinition":
 		return false
 	}
 	return true

@@ -48,6 +48,9 @@ func SchedulerRequests(lease string) []Request {
 		{Verb: "list", Resource: "secrets"}, {Verb: "watch", Resource: "secrets"},
 		{Verb: "list", Resource: "serviceaccounts"}, {Verb: "watch", Resource: "serviceaccounts"},
 		{Verb: "list", Resource: "namespaces"}, {Verb: "watch", Resource: "namespaces"},
+		// The teams' ArchFilterPolicy objects: read, and their status written.
+		{Verb: "list", Group: "archfilter.io", Resource: "archfilterpolicies"}, {Verb: "watch", Group: "archfilter.io", Resource: "archfilterpolicies"},
+		{Verb: "update", Group: "archfilter.io", Resource: "archfilterpolicies", Subresource: "status", Namespace: "team", Name: "p"},
 		// Events (ArchFilter's and the scheduler's), events.k8s.io and core.
 		{Verb: "create", Group: "events.k8s.io", Resource: "events", Namespace: "default"},
 		{Verb: "patch", Group: "events.k8s.io", Resource: "events", Namespace: "default"},
@@ -93,6 +96,10 @@ func ForbiddenRequests() []Request {
 		{Verb: "create", Group: "rbac.authorization.k8s.io", Resource: "clusterrolebindings"},
 		{Verb: "escalate", Group: "rbac.authorization.k8s.io", Resource: "clusterroles", Name: Name},
 		{Verb: "impersonate", Resource: "users", Name: "admin"},
+		// A team's policy is the team's: archfilter writes its status only.
+		{Verb: "create", Group: "archfilter.io", Resource: "archfilterpolicies", Namespace: "team"},
+		{Verb: "update", Group: "archfilter.io", Resource: "archfilterpolicies", Namespace: "team", Name: "p"},
+		{Verb: "delete", Group: "archfilter.io", Resource: "archfilterpolicies", Namespace: "team", Name: "p"},
 	}
 }
 

@@ -45,7 +45,13 @@ type placementCluster struct {
 
 func startPlacementCluster(t *testing.T, args string, set ...func(*app.Options)) *placementCluster {
 	t.Helper()
-	testCtx := testutils.InitTestAPIServer(t, "placement", nil)
+	return startPlacementClusterOn(t, testutils.InitTestAPIServer(t, "placement", nil), args, set...)
+}
+
+// startPlacementClusterOn is startPlacementCluster on the API server of
+// testCtx (one that serves the CRDs: startAPIServerWithCRDs).
+func startPlacementClusterOn(t *testing.T, testCtx *testutils.TestContext, args string, set ...func(*app.Options)) *placementCluster {
+	t.Helper()
 	testCtx = testutils.InitTestSchedulerWithOptions(t, testCtx, 0)
 	testutils.SyncSchedulerInformerFactory(testCtx)
 	go testCtx.Scheduler.Run(testCtx.SchedulerCtx)

@@ -13,6 +13,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
@@ -55,8 +56,17 @@ func Kind(doc []byte) (metav1.TypeMeta, error) {
 }
 
 // DecodeStrict decodes one document strictly into client-go's typed object;
-// a kind client-go does not know is an error.
+// a kind client-go does not know is an error, but for a
+// CustomResourceDefinition (archfilter's own), read as an unstructured object:
+// the API server validates its schema when the tests apply it.
 func DecodeStrict(doc []byte) (k8sruntime.Object, error) {
+	if tm, err := Kind(doc); err == nil && tm.APIVersion == "apiextensions.k8s.io/v1" && tm.Kind == "CustomResourceDefinition" {
+		u := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal(doc, &u.Object); err != nil {
+			return nil, err
+		}
+		return u, nil
+	}
 	obj, _, err := strict.Decode(doc, nil, nil)
 	return obj, err
 }

@@ -1,10 +1,10 @@
 package kubectlplugin
 
 import (
-	"encoding/json"
 	"bufio"
 	"bytes"
 	"cmp"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"

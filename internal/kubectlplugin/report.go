@@ -52,7 +52,7 @@ type reportRow struct {
 	// Policy is the ArchFilterPolicy that governs the workload's pods.
 	Policy string      `json:"policy,omitempty"`
 	Error  string      `json:"error,omitempty"`
-	On       []readiness `json:"on"`
+	On     []readiness `json:"on"`
 
 	// runsNowhere: its images and own constraints leave no platform.
 	runsNowhere bool

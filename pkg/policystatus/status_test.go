@@ -124,7 +124,9 @@ func TestCompute(t *testing.T) {
 		}
 	})
 	t.Run("fields the admin withholds", func(t *testing.T) {
-		s := settings(t, func(a *config.ArchFilterArgs) { a.Policies.AllowedOverrides = []config.PolicyField{config.PolicyFieldPreferredPlatforms} })
+		s := settings(t, func(a *config.ArchFilterArgs) {
+			a.Policies.AllowedOverrides = []config.PolicyField{config.PolicyFieldPreferredPlatforms}
+		})
 		fp := policyv1alpha1.FailurePolicyFail
 		st := compute(t, s, pods("team", nil), nodes, nil, policy("team", "p", nil, func(sp *policyv1alpha1.ArchFilterPolicySpec) { sp.FailurePolicy = &fp }))
 		if c := condition(t, st, policyv1alpha1.ConditionOverstepping); c.Status != metav1.ConditionTrue || !strings.Contains(c.Message, "failurePolicy") {

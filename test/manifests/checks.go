@@ -34,7 +34,6 @@ var ArchFilterRules = []rbacv1.PolicyRule{
 	{APIGroups: []string{"archfilter.io"}, Resources: []string{"archfilterpolicies/status"}, Verbs: []string{"update", "patch"}},
 }
 
-
 // LeaderElectionRules are the exact rules of the Role for lease name.
 func LeaderElectionRules(lease string) []rbacv1.PolicyRule {
 	return []rbacv1.PolicyRule{

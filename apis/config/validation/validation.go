@@ -3,10 +3,10 @@
 package validation
 
 import (
-	"slices"
 	"fmt"
 	"net"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 	"time"

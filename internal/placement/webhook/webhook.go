@@ -36,7 +36,7 @@ type Handler struct {
 	Namespaces decision.NamespaceLabels
 	// Policies reads the ArchFilterPolicy objects; nil without policies.
 	Policies decision.PolicyLookup
-	Logger     klog.Logger
+	Logger   klog.Logger
 	// ControllerRunning, when set, tells whether a placement controller is
 	// running to remove the gates (this process's, or the Lease holder's):
 	// without one a gate would never be removed, so pods are admitted ungated

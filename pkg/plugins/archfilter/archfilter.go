@@ -14,13 +14,13 @@ import (
 	"sync/atomic"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	k8sversion "k8s.io/component-base/version"
 	"k8s.io/client-go/dynamic"
 	corelisters "k8s.io/client-go/listers/core/v1"
+	k8sversion "k8s.io/component-base/version"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/utils/clock"
@@ -134,11 +134,11 @@ func newPlugin(ctx context.Context, args *config.ArchFilterArgs, h fwk.Handle, d
 		policies:     d.policies,
 		policyLookup: d.policies.Lookup,
 		policyEvents: d.policies != nil && d.policiesWatched,
-		resolver:    d.resolver,
-		credentials: d.credentials,
-		nodes:       newNodeIndex(),
-		platforms:   newPlatformTable(),
-		clock:       d.clock,
+		resolver:     d.resolver,
+		credentials:  d.credentials,
+		nodes:        newNodeIndex(),
+		platforms:    newPlatformTable(),
+		clock:        d.clock,
 	}
 	if d.leading == nil {
 		l := processLeadership()

@@ -14,9 +14,9 @@ import (
 	"github.com/archfilter/archfilter/apis/annotations"
 	policyv1alpha1 "github.com/archfilter/archfilter/apis/policy/v1alpha1"
 	"github.com/archfilter/archfilter/pkg/decision"
-	"github.com/archfilter/archfilter/pkg/policystore"
 	"github.com/archfilter/archfilter/pkg/platform"
 	"github.com/archfilter/archfilter/pkg/podplatform"
+	"github.com/archfilter/archfilter/pkg/policystore"
 )
 
 // EventsToRegister lists the events that can make a pod ArchFilter rejected

@@ -8,8 +8,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
-	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
 
 	policyv1alpha1 "github.com/archfilter/archfilter/apis/policy/v1alpha1"
 	"github.com/archfilter/archfilter/pkg/decision"

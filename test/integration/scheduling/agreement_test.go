@@ -212,8 +212,8 @@ func TestOneDecisionEverywhere(t *testing.T) {
 // mode running in-process with the same ArchFilterArgs.
 type agreement struct {
 	*placementCluster
-	sched      *scheduler.Scheduler
-	argsFile   string
+	sched    *scheduler.Scheduler
+	argsFile string
 	// policies are the config's, written into check's manifests.
 	policies   []*policyv1alpha1.ArchFilterPolicy
 	registry   string

@@ -44,9 +44,10 @@ took "$t" "go mod tidy (both module files)"
 
 t=$(date +%s)
 hack/update-codegen.sh >/dev/null 2>&1
-if ! git diff --quiet -- apis || [[ -n "$(git ls-files --others --exclude-standard apis)" ]]; then
-  git --no-pager diff --stat -- apis
-  fail "generated code is stale (run: make generate)"
+generated=(apis manifests/crd charts/archfilter/files/crds)
+if ! git diff --quiet -- "${generated[@]}" || [[ -n "$(git ls-files --others --exclude-standard "${generated[@]}")" ]]; then
+  git --no-pager diff --stat -- "${generated[@]}"
+  fail "generated code or CRDs are stale (run: make generate)"
 fi
 took "$t" codegen
 

@@ -93,6 +93,13 @@ func TestManifestsDecode(t *testing.T) {
 					if _, err := manifests.Decode(doc); err != nil {
 						t.Fatalf("document %d (%s): %v", i+1, meta.Kind, err)
 					}
+				case "CustomResourceDefinition":
+					// Generated (make generate; make verify checks it is
+					// current); the API server validates it in the
+					// integration tests (TestPolicyValidation) and e2e.
+					if !strings.HasPrefix(filepath.ToSlash(file), "../../manifests/crd/") {
+						t.Fatalf("a CustomResourceDefinition belongs in manifests/crd, generated")
+					}
 				case "PrometheusRule", "ServiceMonitor":
 					// manifests/monitoring, strictly (the Prometheus Operator's types).
 					if err := manifests.DecodeMonitoring(doc); err != nil {
@@ -179,6 +186,9 @@ func TestAllArgsManifest(t *testing.T) {
 		DaemonSetPolicy:     afconfig.DaemonSetPolicyEnforce,
 		ArchTaintToleration: true,
 		Run32BitImagesOn:    []string{"arm64"},
+		Policies: afconfig.PolicyArgs{Enabled: true, AllowedOverrides: []afconfig.PolicyField{
+			afconfig.PolicyFieldPreferredPlatforms, afconfig.PolicyFieldAllowedPlatforms, afconfig.PolicyFieldOptOut,
+		}},
 	}
 	got.TypeMeta = metav1.TypeMeta{}
 	if diff := cmp.Diff(want, got); diff != "" {

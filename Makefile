@@ -221,7 +221,7 @@ manifests-check: ## Check manifests/ (base, overlays) and render each overlay wi
 ##@ Code
 
 .PHONY: generate
-generate: ## Regenerate deepcopy, defaults and conversion code, and the CRDs (manifests/crd, the chart's files/crds).
+generate: ## Regenerate deepcopy, defaults and conversion code, and the CRDs (manifests/crd, the chart's crds/).
 	hack/update-codegen.sh
 
 .PHONY: verify

@@ -2,7 +2,7 @@
 # Regenerates deepcopy, defaulting and conversion code for apis/ with the
 # code-generator version pinned in go.mod, and the CRDs of apis/policy with
 # controller-gen (CONTROLLER_TOOLS_VERSION), into manifests/crd and the
-# chart's files/crds.
+# chart's crds/.
 set -o errexit -o nounset -o pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -33,5 +33,7 @@ CRD_DIR=manifests/crd
 CRD=archfilter.io_archfilterpolicies.yaml
 go run "sigs.k8s.io/controller-tools/cmd/controller-gen@${CONTROLLER_TOOLS_VERSION}" \
   crd:allowDangerousTypes=false paths=./apis/policy/... output:crd:artifacts:config="${CRD_DIR}"
-mkdir -p charts/archfilter/files/crds
-cp "${CRD_DIR}/${CRD}" charts/archfilter/files/crds/
+# Helm's crds/ directory: installed before the chart's templates when absent,
+# never upgraded or deleted by Helm, owned by no release.
+mkdir -p charts/archfilter/crds
+cp "${CRD_DIR}/${CRD}" charts/archfilter/crds/

@@ -44,7 +44,7 @@ took "$t" "go mod tidy (both module files)"
 
 t=$(date +%s)
 hack/update-codegen.sh >/dev/null 2>&1
-generated=(apis manifests/crd charts/archfilter/files/crds)
+generated=(apis manifests/crd charts/archfilter/crds)
 if ! git diff --quiet -- "${generated[@]}" || [[ -n "$(git ls-files --others --exclude-standard "${generated[@]}")" ]]; then
   git --no-pager diff --stat -- "${generated[@]}"
   fail "generated code or CRDs are stale (run: make generate)"

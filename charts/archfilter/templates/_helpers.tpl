@@ -380,12 +380,3 @@ archFilterArgs names mounted, the scheduler's cloud identity and its proxy.
 {{- end }}
 {{- end -}}
 
-{{/*
-Labels of the CRDs: the chart's, without a component.
-*/}}
-{{- define "archfilter.crdLabels" -}}
-app.kubernetes.io/part-of: archfilter
-app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
-app.kubernetes.io/managed-by: {{ .Release.Service }}
-helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
-{{- end -}}

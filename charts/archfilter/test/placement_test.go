@@ -152,6 +152,8 @@ func TestRenderPlacement(t *testing.T) {
 					"--webhook-timeout": "5s", "--cert-secret": "archfilter-placement-tls", "--cert-validity": "8760h", "--max-gated": "2m",
 					"--workers": "4", "--skip-scheduler-names": "archfilter-scheduler", "--leader-elect": "", "--lease-name": "archfilter-placement",
 					"--tls-min-version": "VersionTLS12", "--tls-cipher-suites": strings.Join(aeadSuites, ","),
+					// The scheduler writes the ArchFilterPolicy objects' status.
+					"--policy-status": "false",
 				}
 				if diff := gocmp.Diff(want, r.flags); diff != "" {
 					t.Errorf("flags (-want,+got):\n%s", diff)

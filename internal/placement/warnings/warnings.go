@@ -13,7 +13,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"time"
@@ -25,6 +24,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/archfilter/archfilter/internal/placement/podimages"
+	"github.com/archfilter/archfilter/internal/placement/serving"
 	"github.com/archfilter/archfilter/pkg/decision"
 	"github.com/archfilter/archfilter/pkg/platform"
 	"github.com/archfilter/archfilter/pkg/podplatform"
@@ -38,9 +38,6 @@ const DefaultBudget = 2 * time.Second
 
 // maxWarning keeps a warning under the length the API server passes on whole.
 const maxWarning = 250
-
-// maxBody bounds an AdmissionReview request body.
-const maxBody = 8 << 20
 
 // Kinds are the workload kinds warned about, by API group.
 var Kinds = map[string][]string{
@@ -66,21 +63,9 @@ type Handler struct {
 
 // ServeHTTP decodes an AdmissionReview and answers it, always allowing.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody))
-	if err != nil {
-		http.Error(w, fmt.Sprintf("reading the request: %v", err), http.StatusBadRequest)
-		return
-	}
-	var review admissionv1.AdmissionReview
-	if err := json.Unmarshal(body, &review); err != nil || review.Request == nil {
-		http.Error(w, fmt.Sprintf("decoding the AdmissionReview: %v", err), http.StatusBadRequest)
-		return
-	}
-	resp := &admissionv1.AdmissionResponse{UID: review.Request.UID, Allowed: true, Warnings: h.Warnings(r.Context(), review.Request)}
-	w.Header().Set("Content-Type", "application/json")
-	if err := json.NewEncoder(w).Encode(admissionv1.AdmissionReview{TypeMeta: review.TypeMeta, Response: resp}); err != nil {
-		h.Logger.Error(err, "Writing the AdmissionReview response")
-	}
+	serving.AdmissionReview(w, r, h.Logger, func(ctx context.Context, req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
+		return &admissionv1.AdmissionResponse{Allowed: true, Warnings: h.Warnings(ctx, req)}
+	})
 }
 
 // workload is the part of a workload object the warnings read.

@@ -4,9 +4,9 @@
 package webhook
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 
 	admissionv1 "k8s.io/api/admission/v1"
@@ -14,15 +14,13 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/archfilter/archfilter/internal/placement/metrics"
+	"github.com/archfilter/archfilter/internal/placement/serving"
 	"github.com/archfilter/archfilter/pkg/decision"
 	"github.com/archfilter/archfilter/pkg/placement"
 )
 
 // Path is where the handler is served.
 const Path = "/mutate-pods"
-
-// maxBody bounds an AdmissionReview request body.
-const maxBody = 8 << 20
 
 // Handler answers AdmissionReviews for pod creation.
 type Handler struct {
@@ -47,23 +45,9 @@ type Handler struct {
 // ServeHTTP decodes an AdmissionReview, decides and answers it. Anything it
 // cannot decode is allowed unchanged: the webhook never blocks a pod.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody))
-	if err != nil {
-		http.Error(w, fmt.Sprintf("reading the request: %v", err), http.StatusBadRequest)
-		return
-	}
-	var review admissionv1.AdmissionReview
-	if err := json.Unmarshal(body, &review); err != nil || review.Request == nil {
-		http.Error(w, fmt.Sprintf("decoding the AdmissionReview: %v", err), http.StatusBadRequest)
-		return
-	}
-	resp := h.Admit(review.Request)
-	resp.UID = review.Request.UID
-	out := admissionv1.AdmissionReview{TypeMeta: review.TypeMeta, Response: resp}
-	w.Header().Set("Content-Type", "application/json")
-	if err := json.NewEncoder(w).Encode(out); err != nil {
-		h.Logger.Error(err, "Writing the AdmissionReview response")
-	}
+	serving.AdmissionReview(w, r, h.Logger, func(_ context.Context, req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
+		return h.Admit(req)
+	})
 }
 
 // Admit returns the response to one admission request: allowed, with a

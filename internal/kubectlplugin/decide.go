@@ -198,10 +198,7 @@ func (dc *decider) judge(pod *v1.Pod, results map[string]resolver.Result) judgem
 	j := judgement{front: dc.settings.FrontOf(pod), policy: rules.Policy}
 	j.skip = rules.Scope(pod, j.front, dc.namespaces)
 	j.read = (j.skip == "" || j.skip.ReadsImages()) && !decision.Declared(pod)
-	if j.skip == decision.SkipDaemonSet {
-		// Not constrained, policy or not: the images alone, as the plugin warns by.
-		rules = dc.settings
-	}
+	rules = rules.ForImagesOf(j.skip)
 	if j.skip == "" || j.skip.ReadsImages() {
 		j.d = rules.Decide(pod, func(image string) (resolver.Result, bool) {
 			res, ok := results[image]

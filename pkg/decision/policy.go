@@ -287,7 +287,7 @@ func (s *Settings) ForPod(pod *v1.Pod, policies PolicyLookup) *Settings {
 func (s *Settings) WithPolicy(p *Policy) *Settings {
 	p = s.WithinLimits(p)
 	out := *s
-	out.Policy = p
+	out.Policy, out.cluster = p, s
 	if p.Preferences != nil {
 		out.Preferences = p.Preferences
 		out.preferencesFrom = PreferenceSource("ArchFilterPolicy " + p.Key())
@@ -296,6 +296,18 @@ func (s *Settings) WithPolicy(p *Policy) *Settings {
 		out.FailurePolicy = p.FailurePolicy
 	}
 	return &out
+}
+
+// ForImagesOf returns the settings that judge what the images of a pod left
+// alone for skip allow, when archfilter still reads them (SkipReason.ReadsImages:
+// a DaemonSet pod under daemonSetPolicy Skip, which the plugin warns about):
+// the cluster's own, as its policy does not constrain a pod archfilter leaves
+// alone. For any other skip, or none, s itself.
+func (s *Settings) ForImagesOf(skip SkipReason) *Settings {
+	if skip.ReadsImages() && s.cluster != nil {
+		return s.cluster
+	}
+	return s
 }
 
 // optedOut reports whether the governing policy makes archfilter leave pod

@@ -304,3 +304,17 @@ func TestForPodDoesNotAllocateWithoutPolicy(t *testing.T) {
 		t.Errorf("ForPod allocates %v times without a policy", allocs)
 	}
 }
+
+// TestForImagesOf: a DaemonSet pod left alone (daemonSetPolicy Skip) is
+// judged by the cluster's settings, not its policy; any other pod keeps them.
+func TestForImagesOf(t *testing.T) {
+	s := mustSettings(t, policyArgs(config.ArchFilterArgs{}))
+	lookup := policies(t, policyObj("p", allowing("linux/arm64")))
+	rules := s.ForPod(pod(daemonSet), lookup)
+	if rules == s || rules.ForImagesOf(SkipDaemonSet) != s {
+		t.Errorf("a DaemonSet pod under Skip: want the cluster's settings")
+	}
+	if rules.ForImagesOf("") != rules || rules.ForImagesOf(SkipAnnotation) != rules || s.ForImagesOf(SkipDaemonSet) != s {
+		t.Errorf("other pods keep the settings they were given")
+	}
+}

@@ -61,6 +61,8 @@ type Settings struct {
 	// preferencesFrom names the source of Preferences when it is not
 	// ArchFilterArgs (a policy's).
 	preferencesFrom PreferenceSource
+	// cluster are the settings WithPolicy started from; nil for them.
+	cluster *Settings
 }
 
 // Preference adds weight to nodes of a platform.

@@ -120,14 +120,11 @@ func (h *Handler) judge(ctx context.Context, req *admissionv1.AdmissionRequest, 
 		pod.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "DaemonSet", Name: "template", Controller: ptr.To(true)}}
 	}
 	rules := h.Settings.ForPod(pod, h.Policies)
-	switch skip := rules.Scope(pod, rules.FrontOf(pod), h.Namespaces); {
-	case skip == decision.SkipDaemonSet:
-		// Not constrained (daemonSetPolicy Skip), policy or not: only whether
-		// its images run on some node is worth a word.
-		rules = h.Settings
-	case skip != "":
+	skip := rules.Scope(pod, rules.FrontOf(pod), h.Namespaces)
+	if skip != "" && !skip.ReadsImages() {
 		return "", false
 	}
+	rules = rules.ForImagesOf(skip)
 	lookup := podimages.Lookup(nil)
 	if !decision.Declared(pod) {
 		budget := h.Budget

@@ -164,28 +164,6 @@ func clusterDynamic(kube *genericclioptions.ConfigFlags) (dynamic.Interface, err
 	return dynamic.NewForConfig(cfg)
 }
 
-// connector connects to the cluster of the kubeconfig flags when called.
-func connector(kube *genericclioptions.ConfigFlags) connectFunc {
-	return func() (kubernetes.Interface, string, error) { return clusterClient(kube) }
-}
-
-// clusterClient returns a clientset and the namespace of -n or the kubeconfig context.
-func clusterClient(kube *genericclioptions.ConfigFlags) (kubernetes.Interface, string, error) {
-	cfg, err := kube.ToRESTConfig()
-	if err != nil {
-		return nil, "", fmt.Errorf("kubeconfig: %w", err)
-	}
-	ns, _, err := kube.ToRawKubeConfigLoader().Namespace()
-	if err != nil {
-		return nil, "", fmt.Errorf("kubeconfig namespace: %w", err)
-	}
-	client, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return nil, "", err
-	}
-	return client, ns, nil
-}
-
 func explainPod(ctx context.Context, client kubernetes.Interface, ns, name string, reg *registryFlags, dc *decider) (*whyView, error) {
 	pod, err := client.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {

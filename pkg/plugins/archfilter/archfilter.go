@@ -53,7 +53,9 @@ type ArchFilter struct {
 	// daemonSetChecked holds the UIDs of DaemonSet pods already checked.
 	daemonSetChecked sync.Map
 	events           podEvents
-	clock            clock.WithDelayedExecution
+	// explained holds the pods whose exclusions an event has named (explainOnce).
+	explained *explainedPods
+	clock     clock.WithDelayedExecution
 	// policies holds the cluster's ArchFilterPolicy objects (nil when
 	// ArchFilterArgs.policies.enabled is false); policyLookup is its Lookup,
 	// bound once. policyEvents: register the policy event (hints.go).
@@ -138,6 +140,7 @@ func newPlugin(ctx context.Context, args *config.ArchFilterArgs, h fwk.Handle, d
 		credentials:  d.credentials,
 		nodes:        newNodeIndex(),
 		platforms:    newPlatformTable(),
+		explained:    newExplainedPods(),
 		clock:        d.clock,
 	}
 	if d.leading == nil {
@@ -149,7 +152,10 @@ func newPlugin(ctx context.Context, args *config.ArchFilterArgs, h fwk.Handle, d
 	pl.held = newHeldPods(d.clock, pl.activate)
 	pl.held.onSlow = pl.events.waiting
 	pl.held.onResolved = pl.announce
-	pl.held.onDeleted = func(uid types.UID) { pl.daemonSetChecked.Delete(uid) }
+	pl.held.onDeleted = func(uid types.UID) {
+		pl.daemonSetChecked.Delete(uid)
+		pl.explained.forget(uid)
+	}
 	if d.policies != nil {
 		pl.scope.policies = pl.policyLookup
 	}
@@ -243,22 +249,46 @@ func (pl *ArchFilter) announce(pod *v1.Pod) {
 	case len(d.Failed) > 0:
 		pl.events.rejected(pod, &d)
 	case d.Rejection == nil:
-		pl.events.resolved(pod, d.Platforms, pl.exclusions(rules, pod, &d, lookup))
+		snap := pl.platforms.snapshot()
+		why := exclusions(snap, rules, pod, &d, lookup)
+		if pl.events.resolved(pod, d.Platforms, why) && len(why) > 0 {
+			pl.explained.add(pod.UID, explanation{set: d.Platforms.String(), platforms: len(snap.platforms)})
+		}
+	}
+}
+
+// explainOnce records, for a pod whose cycle excludes node platforms of snap, the
+// ImagePlatformsResolved event that says what excludes each: Filter's reason names
+// only the pod's platforms. A held pod got it when its images resolved (announce);
+// this is for the others (images already cached, platforms declared by annotation,
+// nodes of a new platform since) and is recorded once per pod and explanation, not
+// once per cycle. Only the first cycle of a pod pays for the message.
+func (pl *ArchFilter) explainOnce(pod *v1.Pod, rules *decision.Settings, d *decision.Decision, lookup decision.Lookup, snap *platformSnapshot, set string) {
+	if !pl.events.active() {
+		return
+	}
+	e := explanation{set: set, platforms: len(snap.platforms)}
+	if pl.explained.has(pod.UID, e) {
+		return
+	}
+	why := exclusions(snap, rules, pod, d, lookup)
+	if len(why) > 0 && pl.events.resolved(pod, d.Platforms, why) {
+		pl.explained.add(pod.UID, e)
 	}
 }
 
 // maxExclusions bounds the node platforms an event explains.
 const maxExclusions = 4
 
-// exclusions says, for the platforms of the cluster's nodes that d does not allow
-// (at most maxExclusions), what excludes each; nil when d allows every node.
-func (pl *ArchFilter) exclusions(rules *decision.Settings, pod *v1.Pod, d *decision.Decision, lookup decision.Lookup) []string {
+// exclusions says, for the platforms of snap's nodes that d does not allow (at
+// most maxExclusions), what excludes each; nil when d allows every node.
+func exclusions(snap *platformSnapshot, rules *decision.Settings, pod *v1.Pod, d *decision.Decision, lookup decision.Lookup) []string {
 	if d.Platforms.IsAny() {
 		return nil
 	}
 	var excluded []platform.NodePlatform
 	allowed := allows(d.Platforms)
-	for _, np := range pl.platforms.snapshot().platforms {
+	for _, np := range snap.platforms {
 		if !allowed(np, np.OS != "" && np.Architecture != "") {
 			excluded = append(excluded, np)
 		}

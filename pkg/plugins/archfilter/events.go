@@ -2,8 +2,10 @@ package archfilter
 
 import (
 	"strings"
+	"sync"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 
 	"github.com/archfilter/archfilter/pkg/decision"
@@ -34,10 +36,18 @@ type podEvents struct {
 	leading func() bool
 }
 
-func (e podEvents) record(pod *v1.Pod, eventType, reason, note string, args ...any) {
-	if e.recorder != nil && (e.leading == nil || e.leading()) {
-		e.recorder.Eventf(pod, nil, eventType, reason, action, note, args...)
+// record records an event and reports whether it did.
+func (e podEvents) record(pod *v1.Pod, eventType, reason, note string, args ...any) bool {
+	if !e.active() {
+		return false
 	}
+	e.recorder.Eventf(pod, nil, eventType, reason, action, note, args...)
+	return true
+}
+
+// active says whether events are recorded now.
+func (e podEvents) active() bool {
+	return e.recorder != nil && (e.leading == nil || e.leading())
 }
 
 func (e podEvents) waiting(pod *v1.Pod, pending []string) {
@@ -45,17 +55,59 @@ func (e podEvents) waiting(pod *v1.Pod, pending []string) {
 }
 
 // resolved says which platforms the pod may run on and, in exclusions, what keeps it
-// off the cluster's nodes of other platforms.
-func (e podEvents) resolved(pod *v1.Pod, set platform.Set, exclusions []string) {
+// off the cluster's nodes of other platforms: the detail behind Filter's
+// ReasonPlatformMismatch, which names only the pod's platforms. It reports
+// whether it recorded the event.
+func (e podEvents) resolved(pod *v1.Pod, set platform.Set, exclusions []string) bool {
 	if set.IsAny() {
-		e.record(pod, v1.EventTypeNormal, EventResolved, "Images of %s run on any platform", strings.Join(podplatform.Images(pod), ", "))
-		return
+		return e.record(pod, v1.EventTypeNormal, EventResolved, "Images of %s run on any platform", strings.Join(podplatform.Images(pod), ", "))
 	}
 	if len(exclusions) == 0 {
-		e.record(pod, v1.EventTypeNormal, EventResolved, "Images of the pod run on %s", set.String())
-		return
+		return e.record(pod, v1.EventTypeNormal, EventResolved, "Images of the pod run on %s", set.String())
 	}
-	e.record(pod, v1.EventTypeNormal, EventResolved, "Images of the pod run on %s; on the cluster's other nodes: %s", set.String(), strings.Join(exclusions, "; "))
+	return e.record(pod, v1.EventTypeNormal, EventResolved, "Images of the pod run on %s; on the cluster's other nodes: %s", set.String(), strings.Join(exclusions, "; "))
+}
+
+// explainedPods remembers, per pod, what the last ImagePlatformsResolved event
+// that named exclusions was about, so that a pod gets the detail behind Filter's
+// reason once, not once per scheduling cycle, and again only when it would say
+// something new.
+type explainedPods struct {
+	mu   sync.Mutex
+	pods map[types.UID]explanation
+}
+
+// explanation is what an exclusions event depends on: the pod's platforms (their
+// String) and the node platforms the table had numbered (append-only, so a count
+// says which).
+type explanation struct {
+	set       string
+	platforms int
+}
+
+func newExplainedPods() *explainedPods {
+	return &explainedPods{pods: map[types.UID]explanation{}}
+}
+
+// has says whether uid's pod was explained with e. It does not allocate.
+func (x *explainedPods) has(uid types.UID, e explanation) bool {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	got, ok := x.pods[uid]
+	return ok && got == e
+}
+
+func (x *explainedPods) add(uid types.UID, e explanation) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.pods[uid] = e
+}
+
+// forget drops a deleted pod.
+func (x *explainedPods) forget(uid types.UID) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	delete(x.pods, uid)
 }
 
 func (e podEvents) rejected(pod *v1.Pod, d *decision.Decision) {

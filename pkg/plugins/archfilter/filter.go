@@ -3,7 +3,6 @@ package archfilter
 import (
 	"context"
 	"fmt"
-	"sync/atomic"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
@@ -16,7 +15,10 @@ import (
 // Reasons, in the plural "node(s) …" style the scheduler aggregates. PreFilter's
 // rejections are package decision's, so that every front-end gives the same text.
 const (
-	// ReasonPlatformMismatch is Filter's reason; the pod's platforms follow in parentheses.
+	// ReasonPlatformMismatch is Filter's reason, the same for every node it rejects,
+	// so that the scheduler counts them in one clause; the pod's platforms follow in
+	// parentheses. What excludes each node platform is in the pod's
+	// ImagePlatformsResolved event.
 	ReasonPlatformMismatch = "node(s) didn't match the platforms of the pod's images"
 	// ReasonNoCommonPlatform is PreFilter's reason when the images share no platform.
 	ReasonNoCommonPlatform = decision.ReasonNoCommonPlatform
@@ -37,18 +39,12 @@ type preFilterState struct {
 	set platform.Set
 	// allowed answers Filter: whether set allows a node.
 	allowed byPlatform[bool]
-	// named hands out Filter's rejections for a node whose platform allowed's
-	// snapshot numbers, by that number. Their message names what excludes the
-	// platform, so the scheduler's FailedScheduling event counts the rejected
-	// nodes per platform and cause. Each is built by the first Filter that
-	// rejects a node of its platform, so a cycle pays only for the platforms it
-	// rejects.
-	named []atomic.Pointer[rejections]
-	// explain is the message of named's rejections for a platform.
-	explain func(platform.NodePlatform) string
-	// unnamed hands out rejections for nodes outside the snapshot (the table lags
-	// the scheduler's snapshot): their message lists set only.
-	unnamed *rejections
+	// rejected hands out Filter's rejections. Every node Filter rejects in a cycle
+	// gets the same reason, which names only the pod's platforms, so that the
+	// scheduler's FailedScheduling counts them in one clause, as upstream's plugins
+	// are counted ("4 node(s) didn't match …"). What excludes each node platform
+	// is said once per pod, in an event (explainOnce).
+	rejected *rejections
 	// tolerateArchTaints lets ArchAwareTaintToleration tolerate arch taints
 	// of platforms in set (archTaintToleration).
 	tolerateArchTaints bool
@@ -94,7 +90,9 @@ func readState(state fwk.CycleState) (*preFilterState, error) {
 // PreFilter computes the pod's allowed platform set once per cycle. It returns
 // Skip when the pod is unconstrained or its set allows every platform of the node
 // table (Reserve then checks the chosen node), and narrows the cycle to the nodes
-// of the allowed platforms when they are at most half of the cluster.
+// of the allowed platforms when they are at most half of the cluster. When it
+// excludes node platforms, the pod's first such cycle records what excludes each
+// (explainOnce): Filter's reason does not say.
 func (pl *ArchFilter) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
 	logger := klog.FromContext(ctx)
 	if reason := pl.scope.skipReason(pod); reason != "" {
@@ -135,21 +133,21 @@ func (pl *ArchFilter) PreFilter(ctx context.Context, state fwk.CycleState, pod *
 		}
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
-	mismatch := ReasonPlatformMismatch + " (" + d.Platforms.String() + ")"
+	set := d.Platforms.String()
 	s := &preFilterState{
-		set:     d.Platforms,
-		allowed: newByPlatform(snap, allowed),
-		named:   make([]atomic.Pointer[rejections], len(snap.platforms)),
-		explain: func(np platform.NodePlatform) string {
-			return mismatch + ": " + rules.Exclusion(pod, &d, lookup, np)
-		},
-		unnamed:            newRejections(mismatch),
+		set:                d.Platforms,
+		allowed:            newByPlatform(snap, allowed),
+		rejected:           newRejections(mismatchReason(set)),
 		tolerateArchTaints: pl.settings.ArchTaintToleration,
 	}
 	state.Write(preFilterStateKey, s)
 	pl.lastCycle.Store(&cycleRef{state: state, s: s})
 	if v := logger.V(4); v.Enabled() {
-		v.Info("Pod platforms", "pod", klog.KObj(pod), "platforms", d.Platforms.String(), "source", d.Source)
+		v.Info("Pod platforms", "pod", klog.KObj(pod), "platforms", set, "source", d.Source)
+	}
+	if !d.FailedOpen {
+		// The fail-open event already says which platforms the pod got and why.
+		pl.explainOnce(pod, rules, &d, lookup, snap, set)
 	}
 
 	if namesNodes(pod) {
@@ -171,36 +169,25 @@ func (pl *ArchFilter) PreFilter(ctx context.Context, state fwk.CycleState, pod *
 // PreFilterExtensions returns nil: the decision does not depend on other pods.
 func (pl *ArchFilter) PreFilterExtensions() fwk.PreFilterExtensions { return nil }
 
+// mismatchReason is Filter's reason for a pod allowed on set (its String).
+func mismatchReason(set string) string {
+	return ReasonPlatformMismatch + " (" + set + ")"
+}
+
 // Filter rejects nodes whose os/arch (and Windows build) the pod's images do
-// not support. The accept path does not allocate, the reject path once per
-// rejectionChunk nodes and, the first time in a cycle, once per rejected platform
-// for its message. A node that reports no os/arch at all is accepted:
-// there is nothing to judge it by.
+// not support, all with the cycle's one reason. The accept path does not
+// allocate, the reject path once per rejectionChunk nodes. A node that reports
+// no os/arch at all is accepted: there is nothing to judge it by.
 func (pl *ArchFilter) Filter(_ context.Context, state fwk.CycleState, _ *v1.Pod, nodeInfo fwk.NodeInfo) *fwk.Status {
 	s, err := pl.filterState(state)
 	if err != nil {
 		return fwk.AsStatus(err)
 	}
-	allowed, id := s.allowed.lookup(nodeInfo.Node())
-	if allowed {
+	if s.allowed.of(nodeInfo.Node()) {
 		return nil
 	}
 	nodeRejections.Inc()
-	if id < 0 {
-		return s.unnamed.status()
-	}
-	return s.namedFor(id).status()
-}
-
-// namedFor returns the rejections for the platform numbered id, building them on
-// first use. Filter runs in parallel: two goroutines may both build them, and the
-// first stored wins.
-func (s *preFilterState) namedFor(id int) *rejections {
-	if r := s.named[id].Load(); r != nil {
-		return r
-	}
-	s.named[id].CompareAndSwap(nil, newRejections(s.explain(s.allowed.snapshot.platforms[id])))
-	return s.named[id].Load()
+	return s.rejected.status()
 }
 
 // allows says whether set allows a node's platform. A node that reports no

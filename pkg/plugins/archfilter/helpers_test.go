@@ -539,6 +539,11 @@ func newHarness(t testing.TB, ctx context.Context, hc harnessConfig) *harness {
 		_, total := pl.nodes.matching(platform.Any())
 		return total == len(hc.nodes)
 	})
+	// The platform table is fed after the index, by the same handler: what PreFilter
+	// decides and its events name depend on it.
+	h.poll(ctx, "platform table to hold every node", func() bool {
+		return len(pl.platforms.snapshot().ids) == len(hc.nodes)
+	})
 	return h
 }
 

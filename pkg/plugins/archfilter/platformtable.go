@@ -163,16 +163,9 @@ func uniform[T comparable](b *byPlatform[T]) bool {
 }
 
 func (b *byPlatform[T]) of(node *v1.Node) T {
-	answer, _ := b.lookup(node)
-	return answer
-}
-
-// lookup is of that also returns the node's platform number in the snapshot, or -1
-// when the snapshot does not hold the node.
-func (b *byPlatform[T]) lookup(node *v1.Node) (answer T, id int) {
 	if id, ok := b.snapshot.ids[node]; ok {
-		return b.answers[id], int(id)
+		return b.answers[id]
 	}
 	np, ok := platform.FromNode(node)
-	return b.ask(np, ok), -1
+	return b.ask(np, ok)
 }

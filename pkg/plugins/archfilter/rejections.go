@@ -9,7 +9,8 @@ import (
 // rejectionChunk is how many Filter rejections share one allocation.
 const rejectionChunk = 64
 
-// rejections hands out Filter's rejection statuses for one scheduling cycle.
+// rejections hands out Filter's rejection statuses for one scheduling cycle, all
+// with the cycle's one reason (PreFilter builds it).
 //
 // The framework needs a distinct *Status per rejected node: it calls SetPlugin
 // on each (from the goroutines that run Filter in parallel) and keeps them per

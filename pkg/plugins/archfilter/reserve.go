@@ -42,7 +42,9 @@ func (pl *ArchFilter) Reserve(ctx context.Context, state fwk.CycleState, pod *v1
 	logger.V(2).Info("Node chosen before ArchFilter's node table knew its platform; retrying the pod",
 		"pod", klog.KObj(pod), "node", nodeName, "nodePlatform", np.String(), "platforms", s.set.String())
 	pl.handle.Activate(logger, map[string]*v1.Pod{podKey(pod): pod})
-	return statusf(fwk.Unschedulable, "%s (%s): node %s is %s, a platform new to ArchFilter's node table; retrying", ReasonPlatformMismatch, s.set.String(), nodeName, np.String())
+	// Filter's reason, for the one node chosen: the scheduler reports this status
+	// alone (no count to aggregate), so it names the node and its platform.
+	return statusf(fwk.Unschedulable, "%s: node %s is %s, a platform new to ArchFilter's node table; retrying", mismatchReason(s.set.String()), nodeName, np.String())
 }
 
 // Unreserve has nothing to undo: Reserve changes no state.

@@ -63,7 +63,8 @@ func TestArchFilterPlacement(t *testing.T) {
 }
 
 // TestArchFilterUnschedulable: an image only for linux/riscv64 fits no node:
-// the pod stays unbound and FailedScheduling says why.
+// the pod stays unbound, FailedScheduling counts the nodes, and an event says
+// what keeps it off each node platform.
 func TestArchFilterUnschedulable(t *testing.T) {
 	ctx, ns := setup(t)
 	g := launch(ctx, t, 1, false)
@@ -96,6 +97,30 @@ func TestArchFilterUnschedulable(t *testing.T) {
 	if !strings.Contains(msg, "0/") {
 		t.Errorf("FailedScheduling message %q does not count the nodes", msg)
 	}
+	// ArchFilter's nodes are one clause, as upstream's plugins' are; what keeps
+	// the pod off each node platform is its ImagePlatformsResolved event.
+	const clause = "node(s) didn't match the platforms of the pod's images (linux/riscv64)"
+	if n := strings.Count(msg, clause); n != 1 || strings.Contains(msg, "does not run on") {
+		t.Errorf("FailedScheduling message %q: want ArchFilter's nodes counted in one clause %q, without the detail per node platform", msg, clause)
+	}
+	var detail string
+	err = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		evs, err := framework.PodEvents(ctx, env.Client, got)
+		if err != nil {
+			return false, err
+		}
+		for _, e := range evs {
+			if e.Reason == "ImagePlatformsResolved" && strings.Contains(e.Message, "on the cluster's other nodes: ") && strings.Contains(e.Message, "does not run on") {
+				detail = e.Message
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		t.Errorf("no ImagePlatformsResolved event saying what keeps the pod off each node platform: %v", err)
+	}
+	t.Logf("ImagePlatformsResolved: %s", detail)
 }
 
 // TestArchFilterPlatformsAnnotation: archfilter.io/platforms declares the

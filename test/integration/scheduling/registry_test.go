@@ -75,7 +75,10 @@ func TestImagesLandOnTheirPlatforms(t *testing.T) {
 
 // TestMessagesNameTheImage: what a person reads names the container and image that keeps
 // the pod off a platform: the FailedScheduling message of a pod whose images share no
-// platform, per node platform when no node can run the pod, and the resolved event.
+// platform, and, when no node can run the pod, the pod's ImagePlatformsResolved event,
+// per node platform, while FailedScheduling counts the nodes in one clause, as
+// upstream's plugins are counted. The event comes whether the pod waited for its
+// images, found them cached, or declared its platforms.
 func TestMessagesNameTheImage(t *testing.T) {
 	reg := registrytest.NewMemory(t)
 	img := pushImages(t, reg)
@@ -92,27 +95,36 @@ func TestMessagesNameTheImage(t *testing.T) {
 		t.Errorf("message %q does not contain %q", msg, want)
 	}
 
-	// The pod runs on linux/ppc64le only, and the cluster has no such node: each node
-	// platform is counted with the first image that does not run there.
+	// The pod runs on linux/ppc64le only, and the cluster has no such node: the four
+	// nodes are one clause; the event names, per node platform, the first image
+	// that does not run there. "ppc" waits for its images, "ppc-cached" finds them
+	// cached, "ppc-declared" declares its platforms.
 	c.pod("ppc", []string{amdOrPPC, ppcOnly})
 	msg = c.unschedulableMessage("ppc")
 	t.Logf("ppc: %s", msg)
-	mismatch := archfilter.ReasonPlatformMismatch + " (linux/ppc64le): "
-	for _, want := range []string{
-		"1 " + mismatch + `container "c1" (` + ppcOnly + `) does not run on linux/amd64`,
-		"1 " + mismatch + `container "c0" (` + amdOrPPC + `) does not run on linux/arm64`,
-		"1 " + mismatch + `container "c0" (` + amdOrPPC + `) does not run on linux/s390x`,
-		"1 " + mismatch + `container "c0" (` + amdOrPPC + `) does not run on windows/amd64 build 10.0.17763`,
-	} {
-		if !strings.Contains(msg, want) {
-			t.Errorf("message %q does not contain %q", msg, want)
+	c.pod("ppc-cached", []string{amdOrPPC, ppcOnly})
+	c.pod("ppc-declared", []string{noRegistry}, declared("linux/ppc64le"))
+	clause := "0/4 nodes are available: 4 " + archfilter.ReasonPlatformMismatch + " (linux/ppc64le)."
+	for _, name := range []string{"ppc", "ppc-cached", "ppc-declared"} {
+		if name != "ppc" {
+			msg = c.unschedulableMessage(name)
+		}
+		if !strings.HasPrefix(msg, clause) || strings.Count(msg, archfilter.ReasonPlatformMismatch) != 1 {
+			t.Errorf("%s: message %q, want it to start %q, the only clause of ArchFilter's", name, msg, clause)
 		}
 	}
-	evs := c.eventMessages("ppc", archfilter.EventResolved)
-	t.Logf("ppc events: %q", evs)
-	want := `Images of the pod run on linux/ppc64le; on the cluster's other nodes: container "c1" (` + ppcOnly + `) does not run on linux/amd64; container "c0" (` + amdOrPPC + `) does not run on linux/arm64`
-	if len(evs) == 0 || !strings.HasPrefix(evs[0], want) {
-		t.Errorf("%s events %q, want one starting %q", archfilter.EventResolved, evs, want)
+	images := `Images of the pod run on linux/ppc64le; on the cluster's other nodes: container "c1" (` + ppcOnly + `) does not run on linux/amd64; container "c0" (` + amdOrPPC + `) does not run on linux/arm64`
+	declaredWant := `Images of the pod run on linux/ppc64le; on the cluster's other nodes: its annotation archfilter.io/platforms excludes linux/amd64; its annotation archfilter.io/platforms excludes linux/arm64`
+	for name, want := range map[string]string{"ppc": images, "ppc-cached": images, "ppc-declared": declaredWant} {
+		var evs []string
+		c.eventually(name+"'s "+archfilter.EventResolved+" event", func(context.Context) (bool, error) {
+			evs = c.eventMessages(name, archfilter.EventResolved)
+			return len(evs) > 0, nil
+		})
+		t.Logf("%s events: %q", name, evs)
+		if len(evs) != 1 || !strings.HasPrefix(evs[0], want) {
+			t.Errorf("%s: %s events %q, want one starting %q", name, archfilter.EventResolved, evs, want)
+		}
 	}
 }
 

@@ -31,6 +31,10 @@ reg=(--registry "$REGISTRY" --private-registry "$PRIVATE_REGISTRY" --user "$PRIV
 log "building the demo helper (hack/demo; incremental)"
 mkdir -p "$LOCAL_BIN"
 (cd "$ROOT" && $NICE go build -o "$DEMO_BIN" ./hack/demo)
+# kubectl archfilter: the demo ends by asking it about a pod, as a user would.
+log "building bin/kubectl-archfilter (make build-cli; incremental)"
+(cd "$ROOT" && $NICE make --no-print-directory build-cli >/dev/null)
+PLUGIN_BIN=$ROOT/bin/kubectl-archfilter
 
 log "seeding the registries with fixture images (fixed digests: a re-run pushes nothing new)"
 "$DEMO_BIN" seed "${reg[@]}"
@@ -51,9 +55,36 @@ config=$STATE/default-scheduler.yaml
   --insecure-registry "$REGISTRY" --insecure-registry "$PRIVATE_REGISTRY"
 info "kwokctl runs $SCHEDULER_BIN --config <copy of manifests/scheduler-config/default-scheduler.yaml>"
 kubeconfig=$("$ROOT/hack/cluster/up.sh" --scheduler-config "$config")
-(cd "$ROOT" && "$DEMO_BIN" run --mode replacement --kubeconfig "$kubeconfig" "${reg[@]}" --state-dir "$STATE")
+(cd "$ROOT" && "$DEMO_BIN" run --mode replacement --kubeconfig "$kubeconfig" "${reg[@]}" --state-dir "$STATE" \
+  --config "$config")
 
-log "demo done in $(since "$start"). The cluster is still up:"
-info "export KUBECONFIG=$kubeconfig; kubectl -n archfilter-demo get pods -o wide"
+# kubectl archfilter why on the pod no node fits, run for real. kubectl runs
+# bin/kubectl-archfilter for `kubectl archfilter`; without a kubectl (on PATH
+# or built by hack/node/node.sh kubectl) the demo runs the plugin itself.
+pod=$("$DEMO_BIN" unschedulable --kubeconfig "$kubeconfig" | head -n 1)
+eval "$("$ROOT/hack/cluster/tools.sh" --print kubectl)"
+if command -v kubectl >/dev/null 2>&1; then
+  archfilter() { PATH=$ROOT/bin:$PATH kubectl archfilter "$@"; }
+elif [[ -x $KUBECTL_BIN ]]; then
+  archfilter() { PATH=$ROOT/bin:$PATH "$KUBECTL_BIN" archfilter "$@"; }
+else
+  archfilter() { "$PLUGIN_BIN" "$@"; }
+fi
+banner "kubectl archfilter: why is $pod Pending?"
+printf '$ kubectl archfilter why -n archfilter-demo %s\n' "$pod"
+status=0
+KUBECONFIG=$kubeconfig archfilter why -n archfilter-demo "$pod" 2>&1 || status=$?
+# why exits 1 for a pod that runs nowhere and 2 when it could not answer
+# (docs/kubectl-plugin.md): the demo wants an answer.
+if ((status >= 2)); then
+  die "kubectl archfilter why -n archfilter-demo $pod could not answer (exit status $status)"
+fi
+info "(exit status $status)"
+
+log "demo done in $(since "$start"). The cluster is still up; try kubectl archfilter yourself:"
+info "export KUBECONFIG=$kubeconfig PATH=$ROOT/bin:\$PATH   # kubectl runs bin/kubectl-archfilter as \`kubectl archfilter\`"
+info "kubectl archfilter why -n archfilter-demo $pod"
+info "kubectl archfilter report -n archfilter-demo"
+info "kubectl -n archfilter-demo get pods -o wide   # no kubectl? hack/node/node.sh kubectl builds one and prints its path"
 info "scheduler logs: $KWOKCTL_BIN --name $CLUSTER_NAME logs kube-scheduler; $STATE/secondary/"
 info "make demo-down removes the cluster and the registries"

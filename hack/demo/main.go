@@ -8,6 +8,7 @@
 //	archfilter-demo seed   --registry H --private-registry H --user U --password P
 //	archfilter-demo config --template F --out F [--insecure-registry H]...
 //	archfilter-demo run    --kubeconfig K --mode secondary|replacement [...]
+//	archfilter-demo unschedulable --kubeconfig K     the demo's unschedulable pods, one a line
 package main
 
 import (
@@ -17,12 +18,14 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"sort"
 	"strings"
 	"syscall"
 	"text/tabwriter"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -47,6 +50,8 @@ func main() {
 		err = config(args)
 	case "run":
 		err = runDemo(ctx, args)
+	case "unschedulable":
+		err = unschedulable(ctx, args)
 	default:
 		usage()
 	}
@@ -57,7 +62,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: archfilter-demo ping|nodes|seed|config|run [flags] (see hack/demo/main.go)")
+	fmt.Fprintln(os.Stderr, "usage: archfilter-demo ping|nodes|seed|config|run|unschedulable [flags] (see hack/demo/main.go)")
 	os.Exit(2)
 }
 
@@ -200,7 +205,7 @@ func runDemo(ctx context.Context, args []string) error {
 	kubeconfig := fs.String("kubeconfig", "", "kubeconfig of the cluster")
 	mode := fs.String("mode", "secondary", "secondary: run archfilter-scheduler beside the cluster's scheduler; replacement: the cluster's default scheduler is archfilter")
 	binary := fs.String("scheduler-binary", "bin/archfilter-scheduler", "archfilter-scheduler binary (secondary mode)")
-	template := fs.String("config", "manifests/scheduler-config/secondary-scheduler.yaml", "scheduler config to copy (secondary mode)")
+	template := fs.String("config", "manifests/scheduler-config/secondary-scheduler.yaml", "secondary mode: the scheduler config to copy; replacement mode: the config the cluster's scheduler runs with (published for kubectl archfilter, as the chart does)")
 	stateDir := fs.String("state-dir", ".cache/demo", "scheduler config copies and logs")
 	timeout := fs.Duration("timeout", 2*time.Minute, "how long to wait for the pods to settle")
 	var rf registryFlags
@@ -225,6 +230,8 @@ func runDemo(ctx context.Context, args []string) error {
 	// archfilterScheduler names the pods archfilter places: the demo fails if
 	// one of them is on a node that cannot run its images.
 	var archfilterScheduler string
+	// running is the config archfilter's scheduler runs with.
+	var running string
 	switch *mode {
 	case "secondary":
 		dir, _ := filepath.Abs(filepath.Join(*stateDir, "secondary"))
@@ -243,6 +250,7 @@ func runDemo(ctx context.Context, args []string) error {
 		}
 		info("leader of lease kube-system/%s after %s", g.SchedulerName(), time.Since(start).Round(100*time.Millisecond))
 		archfilterScheduler = g.SchedulerName()
+		running = filepath.Join(dir, g.SchedulerName()+".yaml") // where Launch wrote its copy
 		for _, w := range workloads() {
 			w.SchedulerName = g.SchedulerName()
 			wls = append(wls, w)
@@ -254,9 +262,15 @@ func runDemo(ctx context.Context, args []string) error {
 		step("the cluster's default-scheduler is archfilter-scheduler (manifests/scheduler-config/default-scheduler.yaml)")
 		wls = workloads()
 		archfilterScheduler = "default-scheduler"
+		running = *template
 	default:
 		return fmt.Errorf("--mode %q: want secondary or replacement", *mode)
 	}
+
+	if err := publishConfig(ctx, cs, running); err != nil {
+		return err
+	}
+	info("its configuration is in ConfigMap %s/%s (label %s=%s), where kubectl archfilter finds it", configNamespace, configName, configLabel, configLabelScheduler)
 
 	// One team policy (docs/team-by-team.md), applied once a scheduler runs.
 	if err := applyPolicy(ctx, *kubeconfig); err != nil {
@@ -277,7 +291,7 @@ func runDemo(ctx context.Context, args []string) error {
 	_, waitErr := framework.WaitSettled(ctx, cs, namespace, "", want, *timeout, func(c framework.Counts) {
 		info("[%5.1fs] %s", time.Since(applied).Seconds(), c)
 	})
-	rows, err := framework.Placement(ctx, cs, namespace, images)
+	rows, err := recordedRows(ctx, cs, images, framework.Deciders{Schedulers: []string{archfilterScheduler}})
 	if err != nil {
 		return err
 	}
@@ -296,7 +310,74 @@ func runDemo(ctx context.Context, args []string) error {
 	if err := checkPolicy(rows); err != nil {
 		return err
 	}
+	if err := checkRecorded(rows); err != nil {
+		return err
+	}
 	return waitErr
+}
+
+// recordedRows builds the table once every pod's ARCHFILTER cell has what the
+// cluster records about it: the scheduler sends its events a moment after it
+// binds a pod or marks it unschedulable, which WaitSettled watches for.
+func recordedRows(ctx context.Context, cs kubernetes.Interface, images map[string]framework.Image, d framework.Deciders) ([]framework.Row, error) {
+	var rows []framework.Row
+	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 20*time.Second, true, func(ctx context.Context) (bool, error) {
+		var err error
+		if rows, err = framework.PlacementWith(ctx, cs, namespace, images, d); err != nil {
+			return false, nil // transient API errors: keep polling
+		}
+		return unrecorded(rows) == nil, nil
+	})
+	if rows == nil {
+		return nil, err
+	}
+	return rows, nil // the table then shows what is missing, and checkRecorded fails
+}
+
+// unrecorded returns the rows whose pod has nothing recorded about it yet.
+func unrecorded(rows []framework.Row) []framework.Row {
+	var out []framework.Row
+	for _, r := range rows {
+		if r.ArchFilter == "" || strings.Contains(r.ArchFilter, "nothing recorded") {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// checkRecorded fails unless the ARCHFILTER column is filled for every pod.
+func checkRecorded(rows []framework.Row) error {
+	if missing := unrecorded(rows); len(missing) > 0 {
+		return fmt.Errorf("%d pods have nothing recorded about them (no decision record, no scheduler event), e.g. %s", len(missing), missing[0].Pod)
+	}
+	return nil
+}
+
+// unschedulable prints the names of the demo's pods that no node fits.
+func unschedulable(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("unschedulable", flag.ExitOnError)
+	kubeconfig := fs.String("kubeconfig", "", "kubeconfig of the cluster")
+	_ = fs.Parse(args)
+	cs, err := client(*kubeconfig)
+	if err != nil {
+		return err
+	}
+	_, pods, err := framework.Count(ctx, cs, namespace, "")
+	if err != nil {
+		return err
+	}
+	var names []string
+	for i := range pods {
+		if pods[i].DeletionTimestamp == nil && framework.StateOf(&pods[i]) == framework.PodUnschedulable {
+			names = append(names, pods[i].Name)
+		}
+	}
+	if len(names) == 0 {
+		return fmt.Errorf("no pod of %s is unschedulable", namespace)
+	}
+	sort.Strings(names)
+	fmt.Println(strings.Join(names, "\n"))
+	return nil
 }
 
 func step(format string, a ...any) { fmt.Fprintf(os.Stderr, "\033[1;34m==>\033[0m "+format+"\n", a...) }

@@ -20,6 +20,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/archfilter/archfilter/internal/ociimage"
+	"github.com/archfilter/archfilter/pkg/platform"
 )
 
 // Registry is where images are pushed and how pods name them. On KWOK both
@@ -54,20 +55,34 @@ type Image struct {
 	About string
 }
 
-// PlatformStrings returns the image platforms as "os/arch[/variant][ os.version]".
+// PlatformStrings returns the image platforms as pkg/platform prints them
+// ("linux/arm64", not the "linux/arm64/v8" an index may say, as kubectl
+// archfilter inspect prints them), a Windows os.version after it in
+// parentheses: "windows/amd64 (os.version 10.0.17763.7009)".
 func (im Image) PlatformStrings() []string {
 	out := make([]string, len(im.Platforms))
 	for i, p := range im.Platforms {
-		s := p.OS + "/" + p.Architecture
-		if p.Variant != "" {
-			s += "/" + p.Variant
-		}
+		s := canonical(p).String()
 		if p.OSVersion != "" {
-			s += " " + p.OSVersion
+			s += " (os.version " + p.OSVersion + ")"
 		}
 		out[i] = s
 	}
 	return out
+}
+
+// PlatformSet returns the image platforms as one platform.Set: what a
+// registry client that reads the image learns, normalised.
+func (im Image) PlatformSet() platform.Set {
+	ps := make([]platform.Platform, len(im.Platforms))
+	for i, p := range im.Platforms {
+		ps[i] = canonical(p)
+	}
+	return platform.NewSet(ps...)
+}
+
+func canonical(p ggcrv1.Platform) platform.Platform {
+	return platform.Normalize(platform.Platform{OS: p.OS, Architecture: p.Architecture, Variant: p.Variant, OSVersion: p.OSVersion})
 }
 
 // RunsOn reports whether one of the image's platforms matches the node's
@@ -95,11 +110,11 @@ var (
 		Platforms: []ggcrv1.Platform{linux("amd64"), {OS: "linux", Architecture: "arm64", Variant: "v8"}, linux("ppc64le"), linux("s390x")}}
 	ImageAMD64Only = Image{Name: "demo/amd64-only", Tag: "v1", About: "plain manifest, linux/amd64",
 		Platforms: []ggcrv1.Platform{linux("amd64")}}
-	ImageARM64Only = Image{Name: "demo/arm64-only", Tag: "v1", Index: true, About: "index with one entry, linux/arm64/v8",
+	ImageARM64Only = Image{Name: "demo/arm64-only", Tag: "v1", Index: true, About: "index with one entry, linux/arm64 (variant v8)",
 		Platforms: []ggcrv1.Platform{{OS: "linux", Architecture: "arm64", Variant: "v8"}}}
 	ImageS390XOnly = Image{Name: "demo/s390x-only", Tag: "v1", About: "plain manifest, linux/s390x",
 		Platforms: []ggcrv1.Platform{linux("s390x")}}
-	ImageWindows = Image{Name: "demo/windows-only", Tag: "ltsc2019", Index: true, About: "index: windows/amd64 10.0.17763",
+	ImageWindows = Image{Name: "demo/windows-only", Tag: "ltsc2019", Index: true, About: "index: windows/amd64 (os.version 10.0.17763.7009)",
 		Platforms: []ggcrv1.Platform{{OS: "windows", Architecture: "amd64", OSVersion: "10.0.17763.7009"}}}
 	ImageRISCV64Only = Image{Name: "demo/riscv64-only", Tag: "v1", Index: true, About: "index: linux/riscv64 only, fits no node",
 		Platforms: []ggcrv1.Platform{linux("riscv64")}}

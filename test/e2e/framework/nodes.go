@@ -12,6 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/archfilter/archfilter/pkg/platform"
 )
 
 // Labels nodes carry (kubelet sets them on real nodes).
@@ -173,12 +175,17 @@ func NodeNames(specs []NodeSpec) []string {
 	return names
 }
 
-// NodePlatform returns "os/arch" from a node's labels, with the Windows build
-// appended ("windows/amd64 10.0.17763") when the node has one.
+// NodePlatform returns a node's platform as kubectl archfilter why prints it:
+// pkg/platform's "os/arch", with a Windows node's build after it
+// ("windows/amd64 (build 10.0.17763)"), or "unknown" when the node says none.
 func NodePlatform(n *v1.Node) string {
-	p := n.Labels[LabelOS] + "/" + n.Labels[LabelArch]
-	if b := n.Labels[LabelWindowsBuild]; b != "" {
-		p += " " + b
+	np, ok := platform.FromNode(n)
+	if !ok {
+		return "unknown"
 	}
-	return p
+	s := np.String()
+	if np.WindowsBuild != "" {
+		s += " (build " + np.WindowsBuild + ")"
+	}
+	return s
 }

@@ -85,7 +85,7 @@ func TestCompletion(t *testing.T) {
 		{name: "--namespace on report", args: []string{"report", "--kubeconfig", kubeconfig, "--namespace", ""}, want: []string{"default", "kube-system", "shipping", "shop", ":4"}},
 		{name: "--for-pod", args: []string{"inspect", "--kubeconfig", kubeconfig, "-n", "shop", "--for-pod", "we"}, want: []string{"web-1", ":4"}},
 		{name: "--context", args: []string{"why", "--kubeconfig", kubeconfig, "--context", ""}, want: []string{"other", "stub", ":4"}},
-		{name: "-o", args: []string{"report", "-o", ""}, want: []string{"table", "json", "yaml", "csv", ":4"}},
+		{name: "-o", args: []string{"report", "-o", ""}, want: []string{"table", "wide", "json", "yaml", "csv", ":4"}},
 		{name: "cluster unreachable: nothing, at once", args: []string{"why", "--kubeconfig", unreachable, ""}, want: []string{":4"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

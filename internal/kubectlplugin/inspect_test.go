@@ -148,3 +148,28 @@ func hasRow(table string, cells ...string) bool {
 	}
 	return false
 }
+
+// TestInspectPrintsPlatformsOneWay: platforms print as pkg/platform writes them, however
+// the manifest spells them: arm64/v8 and aarch64 are linux/arm64, as everywhere else.
+func TestInspectPrintsPlatformsOneWay(t *testing.T) {
+	m := registrytest.NewMemory(t)
+	f := m.Fixtures(t)
+	idx := f.Index("spelt:v1", registrytest.OCI, "linux/x86_64", "linux/arm64/v8")
+	single := f.Image("single:v1", registrytest.Docker, "linux/aarch64")
+	stdout, stderr, code := run(t, "", "inspect", "--insecure-registry", m.Host(), idx.Ref, single.Ref)
+	if code != 0 {
+		t.Fatalf("exit status %d; stderr:\n%s", code, stderr)
+	}
+	for _, row := range [][]string{
+		{idx.Ref, "index", "linux/amd64,linux/arm64"},
+		{idx.Ref, "image", "linux/arm64"},
+		{single.Ref, "image", "linux/arm64"},
+	} {
+		if !hasRow(stdout, row...) {
+			t.Errorf("no row with %q in:\n%s", row, stdout)
+		}
+	}
+	if strings.Contains(stdout, "v8") || strings.Contains(stdout, "aarch64") || strings.Contains(stdout, "x86_64") {
+		t.Errorf("a platform is printed as the manifest spells it:\n%s", stdout)
+	}
+}

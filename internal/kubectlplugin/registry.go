@@ -2,6 +2,7 @@ package kubectlplugin
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -40,7 +41,7 @@ func (f *registryFlags) add(cmd *cobra.Command) {
 	fs := cmd.Flags()
 	fs.StringSliceVar(&f.insecure, "insecure-registry", nil, "registry HOST[:PORT] reached without TLS verification or over plain HTTP (repeatable), as a node runtime's insecure registry")
 	fs.StringSliceVar(&f.cas, "registry-ca", nil, "HOST[:PORT]=FILE: a PEM bundle trusted for that registry only (repeatable)")
-	fs.StringVar(&f.pullSecret, "pull-secret", "", "NAMESPACE/NAME of a pull secret in the cluster to try after the docker config (needs list on secrets in NAMESPACE)")
+	fs.StringVar(&f.pullSecret, "pull-secret", "", "NAMESPACE/NAME of a pull secret in the cluster to try after the docker config (needs get on that secret)")
 	fs.StringVar(&f.forPod, "for-pod", "", "POD in -n whose own pull secrets (and its service account's) are used, as the kubelet would for it")
 	fs.StringVar(&f.dockerConfig, "docker-config", "", "docker config.json with registry credentials (default: $DOCKER_CONFIG/config.json, else ~/.docker/config.json, when it exists)")
 	fs.DurationVar(&f.timeout, "timeout", resolver.DefaultResolveTimeout, "time limit for resolving one image")
@@ -48,7 +49,7 @@ func (f *registryFlags) add(cmd *cobra.Command) {
 
 // session is one command's resolver and the credentials every request uses.
 type session struct {
-	resolver    *resolver.Resolver
+	resolver    *cliResolver
 	credentials resolver.Credentials
 	timeout     time.Duration
 	// problems are credential sources that could not be used (missing secret...).
@@ -108,7 +109,12 @@ func (f *registryFlags) newSession(ctx context.Context, connect connectFunc) (*s
 			kept = append(kept, p)
 		}
 	}
-	return f.newSessionWith(creds, kept)
+	s, err := f.newSessionWith(creds, kept)
+	if err != nil {
+		return nil, err
+	}
+	s.resolver.forPod = true
+	return s, nil
 }
 
 // newSessionWith builds the transport (address guard, TLS per registry) and the resolver.
@@ -146,7 +152,81 @@ func (f *registryFlags) newSessionWith(creds resolver.Credentials, problems []st
 	if err != nil {
 		return nil, err
 	}
-	return &session{resolver: r, credentials: creds, timeout: f.timeout, problems: problems}, nil
+	return &session{resolver: &cliResolver{Resolver: r}, credentials: creds, timeout: f.timeout, problems: problems}, nil
+}
+
+// cliResolver is the resolver with the fix a person can apply added to its errors, as
+// the commands print them; the resolver's own messages (the scheduler's events) stay
+// as they are. Each error still unwraps to the *resolver.Error.
+type cliResolver struct {
+	*resolver.Resolver
+	// forPod: --for-pod can supply credentials (inspect, check); why and report
+	// already use each pod's own.
+	forPod bool
+}
+
+func (r *cliResolver) Resolve(ctx context.Context, req resolver.Request) resolver.Result {
+	res := r.Resolver.Resolve(ctx, req)
+	res.Err = r.explain(res.Err)
+	return res
+}
+
+func (r *cliResolver) Describe(ctx context.Context, req resolver.Request) (resolver.Description, error) {
+	d, err := r.Resolver.Describe(ctx, req)
+	return d, r.explain(err)
+}
+
+func (r *cliResolver) OpenRepository(ctx context.Context, req resolver.Request) (*resolver.Repository, error) {
+	repo, err := r.Resolver.OpenRepository(ctx, req)
+	return repo, r.explain(err)
+}
+
+// explainedError is a resolution failure with what to do about it.
+type explainedError struct {
+	msg string
+	err *resolver.Error
+}
+
+func (e *explainedError) Error() string { return e.msg }
+func (e *explainedError) Unwrap() error { return e.err }
+
+// explain adds to a registry's refusal the flags that give credentials, and says of an
+// invalid reference why it is invalid (the resolver's message names an empty registry
+// for it). Other errors are returned as they are.
+func (r *cliResolver) explain(err error) error {
+	var re *resolver.Error
+	if err == nil || !errors.As(err, &re) {
+		return err
+	}
+	switch re.Reason {
+	case resolver.ReasonInvalidReference:
+		why := re.Err
+		if inner := errors.Unwrap(why); inner != nil {
+			why = inner // the parser's reason, without the resolver's repetition of the image
+		}
+		return &explainedError{err: re, msg: fmt.Sprintf("invalid image reference %q: %v (want [REGISTRY[:PORT]/]REPOSITORY[:TAG][@DIGEST], the repository in lower case)", re.Image, why)}
+	case resolver.ReasonUnauthorized:
+		return &explainedError{err: re, msg: err.Error() + "; " + r.credentialsHint(re)}
+	}
+	return err
+}
+
+// credentialsHint says which flags give a registry credentials, for a 401 or 403.
+func (r *cliResolver) credentialsHint(re *resolver.Error) string {
+	flags := fmt.Sprintf("--docker-config FILE (a docker config.json with an entry for %s) or --pull-secret NAMESPACE/NAME (a pull secret in the cluster)", re.Registry)
+	if r.forPod {
+		flags = fmt.Sprintf("--docker-config FILE (a docker config.json with an entry for %s), --pull-secret NAMESPACE/NAME (a pull secret in the cluster) or --for-pod POD (the pull secrets a pod in -n uses)", re.Registry)
+	}
+	var hint string
+	if re.CredentialSource == "anonymous" {
+		hint = fmt.Sprintf("%s refused anonymous access: give credentials with %s", re.Registry, flags)
+	} else {
+		hint = fmt.Sprintf("%s refused %s: check that it holds a credential for %s that may pull this repository, or give another with %s", re.Registry, re.CredentialSource, re.Registry, flags)
+	}
+	if re.Registry == "index.docker.io" {
+		hint += "; Docker Hub answers 401 also for a repository that does not exist: check the image's name"
+	}
+	return hint
 }
 
 func (f *registryFlags) pullSecretName() (ns, name string, err error) {

@@ -108,3 +108,32 @@ pin_node_files() {
 kustomize_build() {
   ${KUSTOMIZE:-kubectl kustomize} "$1"
 }
+
+# helm_values VERSION: the Helm chart's values that run the images make image
+# and make release push for VERSION: $IMAGE:VERSION (the k8s1.35 flavour's
+# with image.flavour: k8s1.35) and $(flavour_image placement):VERSION. The
+# companion's repository is written only when it is not the one the chart
+# names from image.repository (-placement in place of -scheduler), and its tag
+# never: the chart takes image.tag.
+helm_values() {
+  local c_image
+  c_image=$(flavour_image placement)
+  echo "image:"
+  echo "  repository: $IMAGE"
+  echo "  tag: \"$1\""
+  if [[ $c_image != "${IMAGE%-scheduler}-placement" ]]; then
+    echo "placement:"
+    echo "  image:"
+    echo "    repository: $c_image"
+  fi
+}
+
+# helm_set VERSION: the same values as helm flags (--set-string for the tag: a
+# git describe of digits only would be a number).
+helm_set() {
+  local c_image
+  c_image=$(flavour_image placement)
+  printf -- '--set image.repository=%s --set-string image.tag=%s' "$IMAGE" "$1"
+  [[ $c_image == "${IMAGE%-scheduler}-placement" ]] || printf -- ' --set placement.image.repository=%s' "$c_image"
+  echo
+}

@@ -21,10 +21,17 @@
 #                    -placement in place of its -scheduler suffix
 #   REGISTRY_CA      PEM CA of the registry's certificate (local registries), optional
 #   IMAGE_LAYOUT     also write each index as an OCI layout under this directory, optional
+#
+# Last it prints what installs exactly these images (the chart's --set flags,
+# make deploy's variables) and writes the chart's values to
+# $ARCHFILTER_CACHE/image/helm-values.yaml: the chart in the tree runs its
+# appVersion unless image.tag names the VERSION pushed here.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 # shellcheck source=hack/lib/go.sh
 source "$ROOT/hack/lib/go.sh"
+# shellcheck source=hack/deploy/lib.sh
+source "$ROOT/hack/deploy/lib.sh"
 cd "$ROOT"
 
 : "${IMAGE:?set IMAGE=registry/name}" "${VERSION:?}" "${GIT_COMMIT:?}" "${BUILD_DATE:?}"
@@ -80,3 +87,16 @@ for flavour in $IMAGE_FLAVOURS; do
     --digest-file "$OUT/$flavour/digest" \
     --sbom-digest-file "$OUT/$flavour/sbom-digest"
 done
+
+# What runs exactly these images: the chart in the tree (its appVersion is a
+# release's, not this VERSION) and the kustomize overlays.
+helm_values "$VERSION" >"$OUT/helm-values.yaml"
+pushed=
+for flavour in $IMAGE_FLAVOURS; do pushed+="${pushed:+, }$(flavour_image "$flavour"):$(flavour_tag "$flavour" "$VERSION")"; done
+cat <<HINT
+Pushed $pushed.
+Install exactly these with the chart (or -f ${OUT#"$ROOT"/}/helm-values.yaml; add --set image.flavour=k8s1.35 for the k8s1.35 flavour):
+  helm install archfilter charts/archfilter -n kube-system $(helm_set "$VERSION")
+or the manifests:
+  make deploy IMAGE=$IMAGE VERSION=$VERSION
+HINT

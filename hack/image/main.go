@@ -1,7 +1,7 @@
 // Command image builds archfilter's multi-platform OCI image index from
 // cross-compiled binaries (internal/ociimage) and pushes it to a registry, or
 // writes it as an OCI layout. No container engine is involved. `make image`
-// runs it; see README, "Container images".
+// runs it; see docs/development.md, "Container images".
 //
 //	go run ./hack/image --image REGISTRY/NAME:TAG \
 //	    --binary linux/amd64=PATH --binary linux/arm64=PATH ... \

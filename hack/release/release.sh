@@ -8,7 +8,12 @@
 #     image pinned by digest, manifests/kubeadm-replacement/node/ likewise, and
 #     manifests/monitoring.yaml plus grafana-dashboard.json;
 #   - archfilter-<X.Y.Z>.tgz, the Helm chart with appVersion $VERSION and
-#     image.repository $IMAGE;
+#     image.repository $IMAGE (the companion's named from it, or
+#     placement.image.repository $PLACEMENT_IMAGE when that is not the name
+#     the chart derives): its defaults pull what this release pushed;
+#   - helm-values.yaml: the same images as values for the chart in the tree
+#     (charts/archfilter, whose appVersion may be another release's), the
+#     file the recipes of docs/install.md are written like;
 #   - kubectl-archfilter_<version>_<os>_<arch>.tar.gz (+ .sha256) when
 #     cmd/kubectl-archfilter exists;
 #   - sbom/<binary>_<version>_<os>_<arch>.cdx.json: the CycloneDX SBOM of every
@@ -100,8 +105,17 @@ fi
 
 # 3. The Helm chart (Helm's library, charts/archfilter/test/chartpackage).
 log "Helm chart ${VERSION#v}, appVersion $VERSION"
+placement_repository=
+[[ $(flavour_image placement) == "${IMAGE%-scheduler}-placement" ]] || placement_repository=$(flavour_image placement)
 (cd "$ROOT/charts/archfilter/test" && go run ./chartpackage -chart "$ROOT/charts/archfilter" \
-  -version "${VERSION#v}" -app-version "$VERSION" -repository "$IMAGE" -out "$DIST") >&2
+  -version "${VERSION#v}" -app-version "$VERSION" -repository "$IMAGE" \
+  ${placement_repository:+-placement-repository "$placement_repository"} -out "$DIST") >&2
+{
+  echo "# make release VERSION=$VERSION IMAGE=$IMAGE: the images it pushed, as values of"
+  echo "# charts/archfilter (archfilter-${VERSION#v}.tgz has them as its defaults already)."
+  echo "# Digests: images.txt (image.digest, placement.image.digest)."
+  helm_values "$VERSION"
+} >"$DIST/helm-values.yaml"
 
 # 4. kubectl-archfilter, once it exists (CLI_PKG: its package).
 CLI_PKG=${CLI_PKG:-./cmd/kubectl-archfilter}
@@ -136,3 +150,13 @@ fi
 (cd "$DIST" && find . -type f ! -name SHA256SUMS -printf '%P\n' | sort | xargs sha256sum >SHA256SUMS)
 log "release $VERSION in $DIST ($(($(date +%s) - start))s):"
 (cd "$DIST" && find . -type f -printf '    %P\n' | sort) >&2
+# The install commands that pull exactly these images.
+dist=${DIST#"$ROOT"/}
+cat <<HINT
+Install release $VERSION (images $IMAGE:$VERSION, $IMAGE:$VERSION-k8s1.35, $(flavour_image placement):$VERSION):
+  helm install archfilter $dist/archfilter-${VERSION#v}.tgz -n kube-system
+or with the chart in the tree (the values in $dist/helm-values.yaml; the recipes in docs/install.md set the same):
+  helm install archfilter charts/archfilter -n kube-system $(helm_set "$VERSION")
+or the manifests, pinned by digest:
+  kubectl apply -f $dist/manifests/secondary.yaml
+HINT

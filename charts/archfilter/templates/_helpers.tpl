@@ -190,20 +190,49 @@ archfilter-placement
 {{- printf "%s-tls" (include "archfilter.placement.name" .) -}}
 {{- end -}}
 
-{{/* The companion's image: repository[:tag][@digest]; the tag defaults to appVersion. */}}
+{{/*
+The companion's repository: placement.image.repository, else the scheduler's
+with -placement in place of its -scheduler suffix, as make image and make
+release name it (hack/deploy/lib.sh flavour_image: ${IMAGE%-scheduler}-placement).
+*/}}
+{{- define "archfilter.placement.repository" -}}
+{{- default (printf "%s-placement" (trimSuffix "-scheduler" .Values.image.repository)) .Values.placement.image.repository -}}
+{{- end -}}
+
+{{/*
+The companion's image: repository[:tag][@digest]. The tag defaults to the
+scheduler's image.tag (its -k8s1.35 suffix dropped: the companion has one
+build), else appVersion: make image and make release push both under one
+VERSION.
+*/}}
 {{- define "archfilter.placement.image" -}}
 {{- $img := .Values.placement.image -}}
-{{- $tag := default .Chart.AppVersion $img.tag -}}
+{{- $repo := include "archfilter.placement.repository" . -}}
+{{- $tag := default .Chart.AppVersion (default (trimSuffix "-k8s1.35" (.Values.image.tag | toString)) $img.tag) -}}
 {{- if eq $tag "latest" -}}
-{{- fail "placement.image.tag: \"latest\" is not allowed; name a release (the chart's appVersion is the default) or pin placement.image.digest" -}}
+{{- fail "placement.image.tag: \"latest\" is not allowed; name a release (image.tag, else the chart's appVersion, is the default) or pin placement.image.digest" -}}
 {{- end -}}
 {{- if and $img.digest $img.tag -}}
-{{- printf "%s:%s@%s" $img.repository $tag $img.digest -}}
+{{- printf "%s:%s@%s" $repo $tag $img.digest -}}
 {{- else if $img.digest -}}
-{{- printf "%s@%s" $img.repository $img.digest -}}
+{{- printf "%s@%s" $repo $img.digest -}}
 {{- else -}}
-{{- printf "%s:%s" $img.repository $tag -}}
+{{- printf "%s:%s" $repo $tag -}}
 {{- end -}}
+{{- end -}}
+
+{{/*
+The images this release would pull from the unpublished default repositories
+(archfilter/archfilter-scheduler, archfilter/archfilter-placement), one line
+each with the values that name it: the install notes warn about them.
+*/}}
+{{- define "archfilter.unpublishedImages" -}}
+{{- if and (include "archfilter.schedulerEnabled" .) (eq .Values.image.repository "archfilter/archfilter-scheduler") }}
+  {{ include "archfilter.image" . }}  (image.repository, image.tag)
+{{- end }}
+{{- if and (or .Values.placement.enabled .Values.heal.enabled) (eq (include "archfilter.placement.repository" .) "archfilter/archfilter-placement") }}
+  {{ include "archfilter.placement.image" . }}  ({{ if .Values.placement.image.repository }}placement.image.repository, placement.image.tag{{ else }}named from image.repository and image.tag, or set placement.image.repository{{ end }})
+{{- end }}
 {{- end -}}
 
 {{- define "archfilter.placement.selectorLabels" -}}

@@ -540,7 +540,10 @@ func TestNotesWarnFlavourSkew(t *testing.T) {
 		{"k8s1.35", "35", false}, {"k8s1.35", "36", false}, {"k8s1.35", "37", true}, {"k8s1.35", "38", true},
 	} {
 		t.Run(tc.flavour+" on 1."+tc.minor, func(t *testing.T) {
-			rel, err := dryRun(t, map[string]any{"image": map[string]any{"flavour": tc.flavour}}, renderOpts{kubeMinor: tc.minor})
+			// A repository of one's own: the default's warning (unpublished
+			// images) is TestNotesWarnUnpublishedImages's.
+			image := map[string]any{"flavour": tc.flavour, "repository": "registry.example.com/archfilter/archfilter-scheduler"}
+			rel, err := dryRun(t, map[string]any{"image": image}, renderOpts{kubeMinor: tc.minor})
 			if err != nil {
 				t.Fatal(err)
 			}

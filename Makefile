@@ -95,14 +95,19 @@ build-k8s1.35: ## Build bin/archfilter-scheduler-k8s1.35: Kubernetes $(KUBE_VERS
 ldflags: ## Print the -ldflags used by build (for the Dockerfile and scripts).
 	@echo '$(LDFLAGS)'
 
-# Image tags name the flavour: $(VERSION) is the main line, $(VERSION)-k8s1.35
-# the Kubernetes 1.34 build with scheduler-plugins. The placement mode's
-# companion is its own image, $(PLACEMENT_IMAGE):$(VERSION).
+# One version scheme: make image and make release push every image under
+# $(VERSION) (git describe by default; make release takes only vX.Y.Z), the
+# flavour in the tag: $(VERSION) is the main line, $(VERSION)-k8s1.35 the
+# Kubernetes 1.35 build with scheduler-plugins. The placement mode's companion
+# is its own image, $(PLACEMENT_IMAGE):$(VERSION), named from $(IMAGE) as the
+# chart names it from image.repository. Both print the chart's values that
+# pull exactly what they pushed (image.repository, image.tag): the chart in
+# the tree runs its appVersion, the next release, unless told.
 IMAGE_PLATFORMS ?= $(PLATFORMS)
 IMAGE_FLAVOURS  ?= main k8s1.35 placement
 PLACEMENT_IMAGE ?= $(patsubst %-scheduler,%,$(IMAGE))-placement
 .PHONY: image
-image: ## Build the multi-arch image of each flavour without a container engine and push it, with each binary's SBOM attached (OCI referrer), to $(IMAGE):$(VERSION)[-k8s1.35], and the placement companion's to $(PLACEMENT_IMAGE):$(VERSION) (IMAGE=registry/name, REGISTRY_CA=PEM for a private CA).
+image: ## Build the multi-arch image of each flavour without a container engine and push it, with each binary's SBOM attached (OCI referrer), to $(IMAGE):$(VERSION)[-k8s1.35], and the placement companion's to $(PLACEMENT_IMAGE):$(VERSION) (IMAGE=registry/name, REGISTRY_CA=PEM for a private CA); prints the helm --set flags and make deploy line that run them (values in .cache/image/helm-values.yaml).
 	IMAGE=$(IMAGE) PLACEMENT_IMAGE=$(PLACEMENT_IMAGE) VERSION=$(VERSION) GIT_COMMIT=$(GIT_COMMIT) BUILD_DATE=$(BUILD_DATE) \
 		IMAGE_PLATFORMS=$(IMAGE_PLATFORMS) IMAGE_FLAVOURS="$(IMAGE_FLAVOURS)" hack/image/image.sh
 
@@ -134,7 +139,7 @@ undeploy: ## Delete what make deploy applied (and the lease); refuses while pods
 	IMAGE=$(IMAGE) PLACEMENT_IMAGE=$(PLACEMENT_IMAGE) PLACEMENT_BIN=$(abspath $(BINARY_PLACEMENT)) VERSION=$(VERSION) OVERLAY=$(OVERLAY) hack/deploy/deploy.sh delete
 
 .PHONY: release
-release: ## VERSION=vX.Y.Z IMAGE=registry/name: the images (make image: both flavours and the placement companion, with their SBOMs), manifests pinned by digest, the Helm chart, kubectl-archfilter archives, every binary's SBOM, SHA256SUMS into $(DIST)/.
+release: ## VERSION=vX.Y.Z IMAGE=registry/name: the images (make image: both flavours and the placement companion, with their SBOMs), manifests pinned by digest, the Helm chart (its defaults: these images), helm-values.yaml (the same for charts/archfilter), kubectl-archfilter archives, every binary's SBOM, SHA256SUMS into $(DIST)/; prints the install commands.
 	IMAGE=$(IMAGE) PLACEMENT_IMAGE=$(PLACEMENT_IMAGE) VERSION=$(VERSION) GIT_COMMIT=$(GIT_COMMIT) BUILD_DATE=$(BUILD_DATE) DIST=$(abspath $(DIST)) hack/release/release.sh
 
 ##@ Test
@@ -162,6 +167,8 @@ UNIT_PKGS      += ./test/perf/benchreport/... ./test/perf/report/...
 UNIT_PKGS      += ./test/perf/cycle/
 # README.md's shell blocks each say whether test-readme runs them.
 UNIT_PKGS      += ./test/readme/...
+# Every relative link and #anchor between README.md, docs/ and the chart's README resolves.
+UNIT_PKGS      += ./test/doclinks/
 # One Go toolchain in every path that runs go (Makefile, .ci/run, hack/, README).
 UNIT_PKGS      += ./test/toolchain/
 
@@ -260,6 +267,15 @@ E2E_TIMEOUT    ?= 30m
 .PHONY: tools
 tools: ## Build bin/archfilter-scheduler and (once, into the tools cache) etcd, kube-apiserver, kube-controller-manager, kwok, kwokctl.
 	hack/cluster/tools.sh
+
+# The kubectl (the main line's Kubernetes version) and helm (the chart tests'
+# Helm) that make demo, make test and e2e use, for your own shell:
+#   eval "$(make -s tool-paths)"; export PATH="${KUBECTL_BIN%/*}:${HELM_BIN%/*}:$PATH"
+TOOL_PATHS     ?= kubectl helm
+.PHONY: tool-paths
+tool-paths: ## Build kubectl and helm into the tools cache (once; ~/.cache/archfilter) and print KUBECTL_BIN=path and HELM_BIN=path (for eval in your shell; TOOL_PATHS= names other tools of hack/cluster/tools.sh).
+	@hack/cluster/tools.sh $(TOOL_PATHS) >&2
+	@hack/cluster/tools.sh --print $(TOOL_PATHS)
 
 # demo.sh builds bin/archfilter-scheduler (make build-main) as the first of
 # its numbered build steps.

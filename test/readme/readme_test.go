@@ -1,7 +1,8 @@
-// Package readme checks that README.md's shell commands work as written.
+// Package readme checks that README.md's shell commands work as written, and
+// those of docs/install.md, where the README's install steps live.
 //
-// Every ```sh block in README.md is preceded by a marker saying whether this
-// test runs it:
+// Every ```sh block in those files is preceded by a marker saying whether
+// this test runs it:
 //
 //	<!-- readme-test: run -->
 //	<!-- readme-test: skip: REASON -->
@@ -10,8 +11,8 @@
 // TestShellBlocksAreMarked (in make test-unit) fails on a block without a
 // marker, so a new command is either run here or says why it cannot be.
 // TestShellBlocksRun (make test-readme, ARCHFILTER_README_RUN=1) runs the
-// runnable blocks in README order in one bash, from the repository root, as
-// a reader would paste them.
+// runnable blocks in one bash, from the repository root, as a reader would
+// paste them: README.md's in order, then docs/install.md's.
 package readme
 
 import (
@@ -21,6 +22,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -118,32 +120,58 @@ func repoRoot(t *testing.T) string {
 	return root
 }
 
-func readmeBlocks(t *testing.T) []block {
+// files are the Markdown files whose shell blocks are marked and run, in the
+// order they run: the README first (make demo), then the install guide,
+// whose commands need the demo's cluster.
+var files = []string{"README.md", "docs/install.md"}
+
+func fileBlocks(t *testing.T, file string) []block {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(repoRoot(t), "README.md"))
+	data, err := os.ReadFile(filepath.Join(repoRoot(t), file))
 	if err != nil {
 		t.Fatal(err)
 	}
 	blocks, err := parse(string(data))
 	if err != nil {
-		t.Fatalf("README.md: %v", err)
+		t.Fatalf("%s: %v", file, err)
 	}
 	return blocks
 }
 
 func TestShellBlocksAreMarked(t *testing.T) {
-	blocks := readmeBlocks(t)
-	run := 0
-	for _, b := range blocks {
-		if err := b.check(); err != nil {
-			t.Errorf("README.md: %v", err)
+	for _, file := range files {
+		blocks := fileBlocks(t, file)
+		run := 0
+		for _, b := range blocks {
+			if err := b.check(); err != nil {
+				t.Errorf("%s: %v", file, err)
+			}
+			if b.action != "skip" {
+				run++
+			}
 		}
-		if b.action != "skip" {
-			run++
+		if run == 0 {
+			t.Errorf("%s: no shell block is run by this test (%d blocks)", file, len(blocks))
 		}
 	}
-	if run == 0 {
-		t.Errorf("README.md: no shell block is run by this test (%d blocks)", len(blocks))
+}
+
+// TestReadmeOpensWithDemoAndTest: the README's first shell block is the
+// setup and the two commands a newcomer runs, make demo then make test;
+// test-readme runs make demo first, on which every later block relies.
+func TestReadmeOpensWithDemoAndTest(t *testing.T) {
+	blocks := fileBlocks(t, "README.md")
+	if len(blocks) == 0 {
+		t.Fatal("README.md: no shell block")
+	}
+	var cmds []string
+	for _, l := range blocks[0].lines {
+		if f := strings.Fields(l); len(f) >= 2 && f[0] == "make" {
+			cmds = append(cmds, f[0]+" "+f[1])
+		}
+	}
+	if want := []string{"make demo", "make test"}; !slices.Equal(cmds, want) {
+		t.Errorf("README.md:%d: the first block runs %v, want %v", blocks[0].line, cmds, want)
 	}
 }
 
@@ -199,16 +227,18 @@ func TestShellBlocksRun(t *testing.T) {
 	var sb strings.Builder
 	sb.WriteString("set -o errexit -o nounset -o pipefail\n")
 	n := 0
-	for _, b := range readmeBlocks(t) {
-		if err := b.check(); err != nil {
-			t.Fatalf("README.md: %v", err)
+	for _, file := range files {
+		for _, b := range fileBlocks(t, file) {
+			if err := b.check(); err != nil {
+				t.Fatalf("%s: %v", file, err)
+			}
+			if b.action == "skip" {
+				t.Logf("%s:%d skipped: %s", file, b.line, b.reason)
+				continue
+			}
+			n++
+			fmt.Fprintf(&sb, "printf '\\n::: %s:%d\\n'\n%s\n", file, b.line, b.script())
 		}
-		if b.action == "skip" {
-			t.Logf("README.md:%d skipped: %s", b.line, b.reason)
-			continue
-		}
-		n++
-		fmt.Fprintf(&sb, "printf '\\n::: README.md:%d\\n'\n%s\n", b.line, b.script())
 	}
 	cmd := exec.Command("bash", "-c", sb.String())
 	cmd.Dir = root
@@ -222,7 +252,7 @@ func TestShellBlocksRun(t *testing.T) {
 	})
 	start := time.Now()
 	if err := cmd.Run(); err != nil {
-		t.Fatalf("README.md's commands failed (the last ::: line above names the block): %v", err)
+		t.Fatalf("the documented commands failed (the last ::: line above names the block): %v", err)
 	}
-	t.Logf("%d blocks of README.md ran in %s", n, time.Since(start).Round(time.Second))
+	t.Logf("%d blocks of %s ran in %s", n, strings.Join(files, " and "), time.Since(start).Round(time.Second))
 }

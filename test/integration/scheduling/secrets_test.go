@@ -43,7 +43,8 @@ const (
 // (one informer on every secret, with the data of other secrets dropped on
 // arrival) is measured beside it. Each way runs in a child process, so the
 // heap it reports is its own. Objects received are asserted; the bytes read
-// and the heap are logged (README, "Security and permissions"), not asserted.
+// and the heap are logged (docs/configuration.md, "Pull secrets: which reach
+// archfilter"), not asserted.
 func TestCredentialsReceiveOnlyPullSecrets(t *testing.T) {
 	testCtx := testutils.InitTestAPIServer(t, "secrets", nil)
 	ns := testCtx.NS.Name

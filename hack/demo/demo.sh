@@ -65,10 +65,13 @@ pod=$("$DEMO_BIN" unschedulable --kubeconfig "$kubeconfig" | head -n 1)
 eval "$("$ROOT/hack/cluster/tools.sh" --print kubectl)"
 if command -v kubectl >/dev/null 2>&1; then
   archfilter() { PATH=$ROOT/bin:$PATH kubectl archfilter "$@"; }
+  runner="kubectl ($(command -v kubectl)) runs $PLUGIN_BIN"
 elif [[ -x $KUBECTL_BIN ]]; then
   archfilter() { PATH=$ROOT/bin:$PATH "$KUBECTL_BIN" archfilter "$@"; }
+  runner="kubectl ($KUBECTL_BIN) runs $PLUGIN_BIN"
 else
   archfilter() { "$PLUGIN_BIN" "$@"; }
+  runner="no kubectl found: $PLUGIN_BIN runs by itself, as kubectl would run it"
 fi
 banner "kubectl archfilter: why is $pod Pending?"
 printf '$ kubectl archfilter why -n archfilter-demo %s\n' "$pod"
@@ -79,7 +82,7 @@ KUBECONFIG=$kubeconfig archfilter why -n archfilter-demo "$pod" 2>&1 || status=$
 if ((status >= 2)); then
   die "kubectl archfilter why -n archfilter-demo $pod could not answer (exit status $status)"
 fi
-info "(exit status $status)"
+info "(exit status $status; $runner)"
 
 log "demo done in $(since "$start"). The cluster is still up; try kubectl archfilter yourself:"
 info "export KUBECONFIG=$kubeconfig PATH=$ROOT/bin:\$PATH   # kubectl runs bin/kubectl-archfilter as \`kubectl archfilter\`"

@@ -362,9 +362,9 @@ func PrintTable(w io.Writer, rows []Row) {
 		}
 	}
 	if len(order) > 0 {
-		fmt.Fprintln(w, "\nARCHFILTER is read from what the cluster recorded about each pod, here in full:")
+		fmt.Fprintln(w, "\nWhat the cluster recorded, which ARCHFILTER is read from (a line each; kubectl archfilter why POD prints a pod's in full):")
 		for _, n := range order {
-			fmt.Fprintf(w, "  %3d× %s\n", counts[n], n)
+			fmt.Fprintf(w, "  %3d× %s\n", counts[n], clip(n, noteWidth))
 		}
 	}
 	for _, r := range rows {
@@ -378,11 +378,17 @@ func PrintTable(w io.Writer, rows []Row) {
 	}
 }
 
+// noteWidth bounds a record's line under the table: an ImagePlatformsResolved
+// event explains every node platform the pod cannot use, a paragraph each.
+const noteWidth = 160
+
+// clip shortens s to n runes, the last an ellipsis.
 func clip(s string, n int) string {
-	if len(s) <= n {
+	r := []rune(s)
+	if len(r) <= n {
 		return s
 	}
-	return s[:n-1] + "…"
+	return string(r[:n-1]) + "…"
 }
 
 // Summary counts the rows by verdict, and the WRONG ones by the scheduler

@@ -274,12 +274,13 @@ func TestPlatformsPrintAsPackagePlatform(t *testing.T) {
 
 func TestPrintTable(t *testing.T) {
 	note := "scheduled by s, whose profile runs ArchFilter: the node passed its Filter"
+	long := "ImagePlatformsResolved: Images of the pod run on linux/riscv64; on the cluster's other nodes: " + strings.Repeat(`container "main" (r/x:1) does not run on linux/amd64; `, 4)
 	rows := []Row{
 		{Pod: "a-1", Image: "demo/a:v1", ImagePlatforms: "linux/amd64", ArchFilter: "node passed ArchFilter", Notes: []string{note},
 			Node: "n", NodePlatform: "linux/amd64", Verdict: "ok"},
 		{Pod: "a-2", Image: "demo/a:v1", ImagePlatforms: "linux/amd64", ArchFilter: "node passed ArchFilter", Notes: []string{note},
 			Node: "n", NodePlatform: "linux/amd64", Verdict: "ok"},
-		{Pod: "r-1", Image: "demo/r:v1", ImagePlatforms: "linux/riscv64", ArchFilter: "rejected: images run on linux/riscv64",
+		{Pod: "r-1", Image: "demo/r:v1", ImagePlatforms: "linux/riscv64", ArchFilter: "rejected: images run on linux/riscv64", Notes: []string{long},
 			Node: "-", NodePlatform: "-", Verdict: "unschedulable", Reason: "0/1 nodes are available"},
 	}
 	var b strings.Builder
@@ -288,6 +289,7 @@ func TestPrintTable(t *testing.T) {
 		"POD  IMAGE      IMAGE PLATFORMS (registry)  ARCHFILTER                             NODE  NODE PLATFORM  FITS\n",
 		"r-1  demo/r:v1  linux/riscv64               rejected: images run on linux/riscv64  -     -              unschedulable\n",
 		"    2× " + note + "\n",
+		"    1× " + string([]rune(long)[:noteWidth-1]) + "…\n",
 		"r-1 is unschedulable: 0/1 nodes are available\n",
 	} {
 		if !strings.Contains(b.String(), want) {

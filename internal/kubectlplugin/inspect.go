@@ -2,6 +2,7 @@ package kubectlplugin
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -76,7 +77,12 @@ contradicts its index entry, or --deep finds a binary that contradicts its manif
 an entrypoint missing from the image; 0 otherwise.`,
 		Example: `  kubectl archfilter inspect nginx:1.27 registry.example.com/app:v1
   kubectl archfilter inspect --insecure-registry localhost:5000 localhost:5000/app:dev -o json`,
-		Args: cobra.MinimumNArgs(1),
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return errors.New("inspect needs the images to inspect: kubectl archfilter inspect IMAGE..., e.g. kubectl archfilter inspect nginx:1.27")
+			}
+			return nil
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkOutput(output, outputTable, outputJSON, outputYAML); err != nil {
 				return err

@@ -232,7 +232,11 @@ func (r *cliResolver) credentialsHint(re *resolver.Error) string {
 func (f *registryFlags) pullSecretName() (ns, name string, err error) {
 	ns, name, ok := strings.Cut(f.pullSecret, "/")
 	if !ok || ns == "" || name == "" {
-		return "", "", fmt.Errorf("--pull-secret %q: want NAMESPACE/NAME", f.pullSecret)
+		example := "NAMESPACE/NAME"
+		if !ok && f.pullSecret != "" {
+			example = "NAMESPACE/" + f.pullSecret // a secret's name alone
+		}
+		return "", "", fmt.Errorf("--pull-secret %q: want NAMESPACE/NAME, the secret's namespace and name, e.g. --pull-secret %s", f.pullSecret, example)
 	}
 	return ns, name, nil
 }

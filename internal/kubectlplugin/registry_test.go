@@ -103,3 +103,65 @@ func TestPullSecretHelpSaysGet(t *testing.T) {
 		t.Errorf("--pull-secret's help: %q; want it to need get, not list, on the secret", line)
 	}
 }
+
+// TestCredentialsHint: the hint for each kind of refusal, as explain writes it.
+func TestCredentialsHint(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		forPod    bool
+		err       *resolver.Error
+		want, not []string
+	}{
+		{name: "Docker Hub, anonymous: maybe a misspelt name", forPod: true,
+			err:  &resolver.Error{Image: "ngnix:1.27", Registry: "index.docker.io", CredentialSource: "anonymous", StatusCode: 401, Reason: resolver.ReasonUnauthorized},
+			want: []string{`resolving image "ngnix:1.27"`, "index.docker.io refused anonymous access", "--docker-config FILE", "--pull-secret NAMESPACE/NAME", "--for-pod POD", "Docker Hub answers 401 also for a repository that does not exist: check the image's name"}},
+		{name: "403 with a pod's secret, why or report",
+			err:  &resolver.Error{Image: "ghcr.io/acme/api:v2", Registry: "ghcr.io", CredentialSource: "secret shop/regcred", StatusCode: 403, Reason: resolver.ReasonUnauthorized},
+			want: []string{"ghcr.io refused secret shop/regcred: check that it holds a credential for ghcr.io that may pull this repository", "or give another with --docker-config FILE"},
+			not:  []string{"--for-pod", "Docker Hub"}},
+		{name: "not found: no hint",
+			err: &resolver.Error{Image: "ghcr.io/acme/api:v2", Registry: "ghcr.io", CredentialSource: "anonymous", StatusCode: 404, Reason: resolver.ReasonNotFound},
+			not: []string{"--docker-config", "refused"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &cliResolver{forPod: tc.forPod}
+			err := r.explain(tc.err)
+			var re *resolver.Error
+			if !errors.As(err, &re) || re != tc.err {
+				t.Errorf("%v does not unwrap to the resolver's error", err)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("%q does not say %q", err, w)
+				}
+			}
+			for _, n := range tc.not {
+				if strings.Contains(err.Error(), n) {
+					t.Errorf("%q says %q", err, n)
+				}
+			}
+		})
+	}
+}
+
+// TestUsageMistakes: inspect's own usage mistakes say what to type.
+func TestUsageMistakes(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{name: "no image", args: []string{"inspect"}, want: "inspect needs the images to inspect: kubectl archfilter inspect IMAGE..., e.g. kubectl archfilter inspect nginx:1.27"},
+		{name: "--pull-secret without its namespace", args: []string{"inspect", "--pull-secret", "regcred", "nginx"}, want: `--pull-secret "regcred": want NAMESPACE/NAME, the secret's namespace and name, e.g. --pull-secret NAMESPACE/regcred`},
+		{name: "an unknown flag", args: []string{"inspect", "--bogus", "nginx"}, want: "unknown flag: --bogus\nSee 'kubectl archfilter inspect --help' for usage."},
+		{name: "-v without its level", args: []string{"report", "-v"}, want: "See 'kubectl archfilter report --help' for usage."},
+		{name: "a misspelt command", args: []string{"inspec", "nginx"}, want: "Did you mean this?\n\tinspect"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, stderr, code := run(t, "", tc.args...)
+			if code != ExitInputError || !strings.Contains(stderr, tc.want) {
+				t.Errorf("exit status %d, want %d and %q; stderr:\n%s", code, ExitInputError, tc.want, stderr)
+			}
+		})
+	}
+}

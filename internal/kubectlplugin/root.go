@@ -86,6 +86,9 @@ resolved, a usage error), which wins over 1. The other items are still answered.
 	}
 	cmd.AddCommand(newOptionsCommand())
 	cmd.SetUsageFunc(usage)
+	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return fmt.Errorf("%w\nSee '%s --help' for usage.", err, c.CommandPath())
+	})
 	addCompletions(cmd, kube)
 	return cmd
 }

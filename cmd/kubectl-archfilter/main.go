@@ -4,14 +4,21 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"os"
 
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/klog/v2"
+	"k8s.io/klog/v2/textlogger"
 
 	"github.com/archfilter/archfilter/internal/kubectlplugin"
 )
 
 func main() {
+	// klog writes to stderr by default. The command sets it from -v once its flags are
+	// parsed; until then (flag errors, shell completion) nothing it logs reaches the
+	// terminal, where only the command's own errors belong.
+	klog.SetLogger(textlogger.NewLogger(textlogger.NewConfig(textlogger.Output(io.Discard))))
 	streams := genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}
 	err := kubectlplugin.NewCommand(streams).Execute()
 	if err != nil && err.Error() != "" {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"sort"
 	"strings"
 
@@ -100,50 +99,70 @@ func findClusterConfig(ctx context.Context, client kubernetes.Interface) (*clust
 
 // schedulerConfig is the part of a KubeSchedulerConfiguration read here.
 type schedulerConfig struct {
-	Profiles []struct {
-		SchedulerName string `json:"schedulerName"`
-		Plugins       map[string]struct {
-			Enabled []struct {
-				Name string `json:"name"`
-			} `json:"enabled"`
-		} `json:"plugins"`
-		PluginConfig []struct {
-			Name string          `json:"name"`
-			Args json.RawMessage `json:"args"`
-		} `json:"pluginConfig"`
-	} `json:"profiles"`
+	Profiles []schedulerProfile `json:"profiles"`
+}
+
+// schedulerProfile is one profile of a KubeSchedulerConfiguration.
+type schedulerProfile struct {
+	SchedulerName string `json:"schedulerName"`
+	Plugins       map[string]struct {
+		Enabled []struct {
+			Name string `json:"name"`
+		} `json:"enabled"`
+	} `json:"plugins"`
+	PluginConfig []struct {
+		Name string          `json:"name"`
+		Args json.RawMessage `json:"args"`
+	} `json:"pluginConfig"`
+}
+
+// name is the profile's scheduler name, kube-scheduler's default when unset.
+func (p *schedulerProfile) name() string {
+	if p.SchedulerName == "" {
+		return v1.DefaultSchedulerName
+	}
+	return p.SchedulerName
+}
+
+// runsArchFilter reports whether the profile enables ArchFilter at an
+// extension point (multiPoint or another): the one rule, for the args that
+// are read and for which front-end decides (frontEnds).
+func (p *schedulerProfile) runsArchFilter() bool {
+	for _, set := range p.Plugins {
+		for _, e := range set.Enabled {
+			if e.Name == pluginName {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func parseSchedulerConfig(data []byte) (*schedulerConfig, error) {
+	var cfg schedulerConfig
+	if err := yaml.Unmarshal(data, &cfg); err != nil {
+		return nil, fmt.Errorf("config.yaml: %w", err)
+	}
+	return &cfg, nil
 }
 
 // argsOfSchedulerConfig returns the ArchFilterArgs of the first profile that
 // runs ArchFilter, as a document of its own, and the names of every profile
 // that runs it; nil args when none does.
 func argsOfSchedulerConfig(data []byte) ([]byte, []string, error) {
-	var cfg schedulerConfig
-	if err := yaml.Unmarshal(data, &cfg); err != nil {
-		return nil, nil, fmt.Errorf("config.yaml: %w", err)
+	cfg, err := parseSchedulerConfig(data)
+	if err != nil {
+		return nil, nil, err
 	}
 	var (
 		args  []byte
 		names []string
 	)
 	for _, p := range cfg.Profiles {
-		runs := false
-		for _, set := range p.Plugins {
-			if slices.ContainsFunc(set.Enabled, func(e struct {
-				Name string `json:"name"`
-			}) bool {
-				return e.Name == pluginName
-			}) {
-				runs = true
-			}
-		}
-		if !runs {
+		if !p.runsArchFilter() {
 			continue
 		}
-		name := p.SchedulerName
-		if name == "" {
-			name = v1.DefaultSchedulerName
-		}
+		name := p.name()
 		names = append(names, name)
 		if args != nil {
 			continue
@@ -164,6 +183,43 @@ func argsOfSchedulerConfig(data []byte) ([]byte, []string, error) {
 		args = b
 	}
 	return args, names, nil
+}
+
+// profileOf is one profile of a scheduler configuration the cluster holds.
+type profileOf struct {
+	name string
+	// source names the ConfigMap: "ConfigMap kube-system/archfilter-scheduler-config".
+	source         string
+	runsArchFilter bool
+}
+
+// schedulerProfiles lists the profiles of the scheduler configurations the
+// cluster holds (ConfigMaps labelled ConfigLabel=scheduler, key config.yaml),
+// in namespace/name order. An error says why they could not be listed or one
+// could not be read; the profiles read before it are returned with it.
+func schedulerProfiles(ctx context.Context, client kubernetes.Interface) ([]profileOf, error) {
+	list, err := client.CoreV1().ConfigMaps("").List(ctx, metav1.ListOptions{LabelSelector: ConfigLabel + "=" + ConfigLabelScheduler})
+	if err != nil {
+		return nil, fmt.Errorf("listing ConfigMaps labelled %s=%s: %w", ConfigLabel, ConfigLabelScheduler, err)
+	}
+	cms := list.Items
+	sort.Slice(cms, func(i, j int) bool { return cms[i].Namespace+"/"+cms[i].Name < cms[j].Namespace+"/"+cms[j].Name })
+	var out []profileOf
+	for i := range cms {
+		cm := &cms[i]
+		data, ok := cm.Data["config.yaml"]
+		if !ok {
+			continue
+		}
+		cfg, err := parseSchedulerConfig([]byte(data))
+		if err != nil {
+			return out, fmt.Errorf("ConfigMap %s/%s: %w", cm.Namespace, cm.Name, err)
+		}
+		for _, p := range cfg.Profiles {
+			out = append(out, profileOf{name: p.name(), source: fmt.Sprintf("ConfigMap %s/%s", cm.Namespace, cm.Name), runsArchFilter: p.runsArchFilter()})
+		}
+	}
+	return out, nil
 }
 
 // clusterPolicies reads the ArchFilterPolicy objects of a namespace from the

@@ -10,6 +10,7 @@ import (
 	"github.com/distribution/reference"
 	"github.com/spf13/cobra"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
 
 	"github.com/archfilter/archfilter/pkg/platform"
 	"github.com/archfilter/archfilter/pkg/podplatform"
@@ -158,8 +159,8 @@ func newerTagOf(ctx context.Context, s *session, compat platform.Compat, b block
 }
 
 // blockedImages lists, in first-seen order, the images of ws that keep their rows
-// off node platforms (every such image, not only the first), with the platforms they
-// miss; credentials gives a workload's pod credentials.
+// off node platforms the workload needs (every such image, not only the first),
+// with the platforms they miss; credentials gives a workload's pod credentials.
 func blockedImages(ws []workload, rows []reportRow, results map[string]resolver.Result, nps []platform.NodePlatform, compat platform.Compat, credentials func(i int) resolver.Credentials) []blockedImage {
 	var out []blockedImage
 	index := map[string]int{}
@@ -167,11 +168,21 @@ func blockedImages(ws []workload, rows []reportRow, results map[string]resolver.
 		if row.unchecked || row.Error != "" {
 			continue
 		}
+		var imageSets []platform.Set
+		podplatform.ForEachImage(ws[i].Pod, func(img podplatform.Image) bool {
+			if res, ok := results[img.Reference]; ok && res.Err == nil {
+				imageSets = append(imageSets, res.Platforms)
+			}
+			return true
+		})
 		for _, r := range row.On {
 			if r.CanRun {
 				continue
 			}
 			np := nps[slices.IndexFunc(nps, func(np platform.NodePlatform) bool { return np.String() == r.Platform })]
+			if !needs(ws[i].Pod, imageSets, np) {
+				continue
+			}
 			podplatform.ForEachImage(ws[i].Pod, func(img podplatform.Image) bool {
 				res, ok := results[img.Reference]
 				if !ok || res.Err != nil || compat.Expand(res.Platforms).MatchesNode(np) {
@@ -218,18 +229,56 @@ func addNewerTagsFlag(cmd *cobra.Command, reg *registryFlags) {
 	cmd.Flags().BoolVar(&reg.newerTags, "newer-tags", true, fmt.Sprintf("for each image that does not run on some node platform, look for a newer version tag of its repository that does (one page of %d tags, at most %d manifests read)", maxTagsListed, maxTagsRead))
 }
 
-// podBlockedImages lists a pod's images that miss platforms of nodes.
-func podBlockedImages(images []workloadImage, nodes []v1.Node, compat platform.Compat, creds resolver.Credentials) []blockedImage {
+// needs reports whether a workload whose pod is pod, and whose images run on
+// imageSets, needs node platform np: the one rule for which images why and
+// report look for a newer tag of, so that an image that lacks nothing the
+// workload could use gets no line. A workload needs the platforms of the
+// cluster's nodes that its own os/arch constraints (spec.os, nodeSelector,
+// required node affinity) allow, of an operating system its images are built
+// for: a newer tag may add an architecture, and a Linux image is not asked to
+// run on Windows nodes.
+func needs(pod *v1.Pod, imageSets []platform.Set, np platform.NodePlatform) bool {
+	c := podplatform.OwnConstraintOf(pod)
+	if (c.OS != nil && !c.OS.Has(np.OS)) || (c.Arch != nil && !c.Arch.Has(np.Architecture)) {
+		return false
+	}
+	oses := sets.New[string]()
+	for _, set := range imageSets {
+		if set.IsAny() {
+			continue
+		}
+		for _, p := range set.Platforms() {
+			oses.Insert(p.OS)
+		}
+	}
+	return oses.Len() == 0 || oses.Has(np.OS)
+}
+
+// neededPlatforms are the distinct platforms (os/arch) of nodes that pod, whose
+// images are images, needs (needs), sorted.
+func neededPlatforms(pod *v1.Pod, images []workloadImage, nodes []v1.Node) []platform.NodePlatform {
+	var imageSets []platform.Set
+	for _, img := range images {
+		if img.Error == "" && img.NotRead == "" {
+			imageSets = append(imageSets, img.set)
+		}
+	}
 	var nps []platform.NodePlatform
 	for i := range nodes {
 		if np, ok := platform.FromNode(&nodes[i]); ok {
 			np.WindowsBuild = ""
-			if !slices.Contains(nps, np) {
+			if !slices.Contains(nps, np) && needs(pod, imageSets, np) {
 				nps = append(nps, np)
 			}
 		}
 	}
 	slices.SortFunc(nps, func(a, b platform.NodePlatform) int { return strings.Compare(a.String(), b.String()) })
+	return nps
+}
+
+// podBlockedImages lists a pod's images that miss some of the node platforms
+// it needs (neededPlatforms).
+func podBlockedImages(images []workloadImage, needed []platform.NodePlatform, compat platform.Compat, creds resolver.Credentials) []blockedImage {
 	var out []blockedImage
 	seen := map[string]bool{}
 	for _, img := range images {
@@ -239,7 +288,7 @@ func podBlockedImages(images []workloadImage, nodes []v1.Node, compat platform.C
 		seen[img.Image] = true
 		b := blockedImage{image: img.Image, platforms: img.set, credentials: creds}
 		expanded := compat.Expand(img.set)
-		for _, np := range nps {
+		for _, np := range needed {
 			if !expanded.MatchesNode(np) {
 				b.missing = append(b.missing, np)
 			}

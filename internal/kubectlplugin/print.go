@@ -98,3 +98,38 @@ func writeStructured(w io.Writer, format outputFormat, v any) error {
 func newTable(w io.Writer) *tabwriter.Writer {
 	return tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 }
+
+// trimmedTable is a table whose rows may end in empty cells: every cell is
+// tab-terminated, so that the columns line up, and flush writes the lines to w
+// without the padding left at their ends.
+type trimmedTable struct {
+	*tabwriter.Writer
+	buf strings.Builder
+	w   io.Writer
+}
+
+func newTrimmedTable(w io.Writer) *trimmedTable {
+	t := &trimmedTable{w: w}
+	t.Writer = newTable(&t.buf)
+	return t
+}
+
+// row writes one row of cells.
+func (t *trimmedTable) row(cells ...string) {
+	_, _ = io.WriteString(t.Writer, strings.Join(cells, "\t")+"\t\n")
+}
+
+func (t *trimmedTable) flush() error {
+	if err := t.Writer.Flush(); err != nil {
+		return err
+	}
+	for _, line := range strings.SplitAfter(t.buf.String(), "\n") {
+		if line == "" {
+			continue
+		}
+		if _, err := io.WriteString(t.w, strings.TrimRight(line, " \n")+"\n"); err != nil {
+			return err
+		}
+	}
+	return nil
+}

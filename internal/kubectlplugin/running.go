@@ -89,6 +89,12 @@ type runningView struct {
 // the pods archfilter reads, and reads a ReplicaSet or Job only to name the
 // workload of a pod it reports.
 func buildRunning(ctx context.Context, client kubernetes.Interface, ns string, reg *registryFlags, dc *decider) (*runningView, error) {
+	return buildRunningObserving(ctx, client, ns, reg, dc, nil)
+}
+
+// buildRunningObserving is buildRunning, and fe, when not nil, learns from the
+// events read which schedulers run ArchFilter (frontEnds.observe).
+func buildRunningObserving(ctx context.Context, client kubernetes.Interface, ns string, reg *registryFlags, dc *decider, fe *frontEnds) (*runningView, error) {
 	nodes, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("listing nodes: %w", err)
@@ -104,7 +110,7 @@ func buildRunning(ctx context.Context, client kubernetes.Interface, ns string, r
 		return nil, fmt.Errorf("listing pods: %w", err)
 	}
 	v := &runningView{Findings: []runningRow{}}
-	events, err := execFormatEvents(ctx, client, ns)
+	events, err := execFormatEvents(ctx, client, ns, fe)
 	if err != nil {
 		v.Errors = append(v.Errors, err.Error())
 	}
@@ -123,36 +129,61 @@ func buildRunning(ctx context.Context, client kubernetes.Interface, ns string, r
 	witness := newConfigWitness(reg, client)
 	clusterPlatforms := func() []platform.NodePlatform { return platformsOfNodes(nodes.Items) }
 	for i, pod := range pods {
-		r := misplaced.Find(dc.settings, misplaced.Input{Pod: pod, Node: byName[pod.Spec.NodeName], Events: events[pod.Namespace+"/"+pod.Name],
-			Namespaces: dc.namespaces, ClusterPlatforms: clusterPlatforms, Lookup: func(image string) (resolver.Result, bool) {
-				res, ok := results[i][image]
-				return res, ok
-			}})
-		for _, n := range r.Notes {
-			v.Notes = append(v.Notes, runningNote{Namespace: pod.Namespace, Pod: pod.Name, Container: n.Container, Image: n.Image, Note: string(n.Kind), Text: n.Text})
-		}
-		for _, img := range r.Unresolved {
-			if err := results[i][img].Err; err != nil {
-				v.Errors = append(v.Errors, fmt.Sprintf("pod %s/%s: %v", pod.Namespace, pod.Name, err))
-			}
-		}
-		if len(r.Findings) == 0 {
-			continue
-		}
-		kind, name := owners.of(ctx, pod)
-		notEvicted, why := r.Evictable(pod)
-		for _, f := range r.Findings {
-			v.Findings = append(v.Findings, runningRow{Kind: kind, Namespace: pod.Namespace, Name: name, Pod: pod.Name,
-				Node: f.Node, NodePlatform: f.NodePlatform, Finding: string(f.Kind), Container: f.Container, Image: f.Image, Running: f.Running,
-				ImagePlatforms: f.ImagePlatforms, Evidence: f.Evidence + witness.about(ctx, pod, f, byName[pod.Spec.NodeName]), Skipped: string(r.Skip),
-				NotEvicted: string(notEvicted), NotEvictedWhy: why})
-		}
+		node := byName[pod.Spec.NodeName]
+		r := judgeBound(dc, pod, node, events[pod.Namespace+"/"+pod.Name], results[i], clusterPlatforms)
+		notes, findings, errs := boundRows(ctx, &owners, witness, pod, node, r, results[i])
+		v.Notes = append(v.Notes, notes...)
+		v.Findings = append(v.Findings, findings...)
+		v.Errors = append(v.Errors, errs...)
 	}
 	sort.SliceStable(v.Findings, func(i, j int) bool {
 		a, b := v.Findings[i], v.Findings[j]
 		return a.Namespace+"/"+a.Kind+"/"+a.Name+"/"+a.Pod < b.Namespace+"/"+b.Kind+"/"+b.Name+"/"+b.Pod
 	})
 	return v, nil
+}
+
+// judgeBound is the one judgement of a bound pod, for report --running and
+// why: package misplaced under the command's settings, with the platforms of
+// the pod's images (results, nil when none were read) and the events that may
+// concern it.
+func judgeBound(dc *decider, pod *v1.Pod, node *v1.Node, events []v1.Event, results map[string]resolver.Result, clusterPlatforms func() []platform.NodePlatform) misplaced.Report {
+	return misplaced.Find(dc.settings, misplaced.Input{Pod: pod, Node: node, Events: events, Namespaces: dc.namespaces, ClusterPlatforms: clusterPlatforms,
+		Lookup: func(image string) (resolver.Result, bool) {
+			res, ok := results[image]
+			return res, ok
+		}})
+}
+
+// boundRows turns what judgeBound found for pod into report --running's notes,
+// rows (one per finding, naming the workload that owns the pod) and errors
+// (images that could not be resolved).
+func boundRows(ctx context.Context, owners *ownerNames, witness *configWitness, pod *v1.Pod, node *v1.Node, r misplaced.Report, results map[string]resolver.Result) ([]runningNote, []runningRow, []string) {
+	var (
+		notes []runningNote
+		rows  []runningRow
+		errs  []string
+	)
+	for _, n := range r.Notes {
+		notes = append(notes, runningNote{Namespace: pod.Namespace, Pod: pod.Name, Container: n.Container, Image: n.Image, Note: string(n.Kind), Text: n.Text})
+	}
+	for _, img := range r.Unresolved {
+		if err := results[img].Err; err != nil {
+			errs = append(errs, fmt.Sprintf("pod %s/%s: %v", pod.Namespace, pod.Name, err))
+		}
+	}
+	if len(r.Findings) == 0 {
+		return notes, nil, errs
+	}
+	kind, name := owners.of(ctx, pod)
+	notEvicted, why := r.Evictable(pod)
+	for _, f := range r.Findings {
+		rows = append(rows, runningRow{Kind: kind, Namespace: pod.Namespace, Name: name, Pod: pod.Name,
+			Node: f.Node, NodePlatform: f.NodePlatform, Finding: string(f.Kind), Container: f.Container, Image: f.Image, Running: f.Running,
+			ImagePlatforms: f.ImagePlatforms, Evidence: f.Evidence + witness.about(ctx, pod, f, node), Skipped: string(r.Skip),
+			NotEvicted: string(notEvicted), NotEvictedWhy: why})
+	}
+	return notes, rows, errs
 }
 
 // platformsOfNodes lists the distinct platforms of nodes, Windows builds
@@ -206,8 +237,9 @@ func resolvePods(ctx context.Context, client kubernetes.Interface, reg *registry
 
 // execFormatEvents reads the events of pods in ns, a bounded number of pages,
 // and keeps those that carry an exec format error, by the pod's namespace/name
-// (misplaced.Find tells pods of the same name apart by UID).
-func execFormatEvents(ctx context.Context, client kubernetes.Interface, ns string) (map[string][]v1.Event, error) {
+// (misplaced.Find tells pods of the same name apart by UID). fe, when not nil,
+// observes every page.
+func execFormatEvents(ctx context.Context, client kubernetes.Interface, ns string, fe *frontEnds) (map[string][]v1.Event, error) {
 	out := map[string][]v1.Event{}
 	opts := metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("involvedObject.kind", "Pod").String(), Limit: eventPage}
 	for page := 0; ; page++ {
@@ -217,6 +249,9 @@ func execFormatEvents(ctx context.Context, client kubernetes.Interface, ns strin
 		evs, err := client.CoreV1().Events(ns).List(ctx, opts)
 		if err != nil {
 			return out, fmt.Errorf("listing the events of pods: %w", err)
+		}
+		if fe != nil {
+			fe.observe(evs.Items)
 		}
 		for _, e := range evs.Items {
 			if misplaced.IsExecFormatError(e.Message) {

@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/archfilter/archfilter/internal/registrytest"
-	"github.com/archfilter/archfilter/pkg/platform"
 	"github.com/archfilter/archfilter/pkg/resolver"
 )
 
@@ -43,35 +42,6 @@ func TestExitStatusPolicy(t *testing.T) {
 			stdout, stderr, code := run(t, tc.stdin, args...)
 			if code != tc.want {
 				t.Errorf("exit status %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tc.want, stdout, stderr)
-			}
-		})
-	}
-}
-
-func TestWhyStatus(t *testing.T) {
-	amd := platform.NewSet(platform.Platform{OS: "linux", Architecture: "amd64"})
-	view := func(allowed platform.Set, imageErr string, nodes ...nodeGroup) *whyView {
-		v := &whyView{workloadView: workloadView{Namespace: "shop", Name: "web", allowed: allowed,
-			Images: []workloadImage{{Container: "app", Image: "app:v1", Error: imageErr}}}, Nodes: nodes}
-		return v
-	}
-	amdNodes := nodeGroup{Platform: "linux/amd64", Nodes: 1, CanRun: true}
-	armNodes := nodeGroup{Platform: "linux/arm64", Nodes: 2}
-	for _, tc := range []struct {
-		name string
-		v    *whyView
-		want int
-	}{
-		{name: "runs on some nodes", v: view(amd, "", amdNodes, armNodes), want: 0},
-		{name: "runs on no node of the cluster", v: view(amd, "", armNodes), want: ExitFailed},
-		{name: "no platform left", v: view(platform.NewSet(), "", armNodes), want: ExitFailed},
-		{name: "no platform left, no nodes", v: view(platform.NewSet(), ""), want: ExitFailed},
-		{name: "a cluster without nodes", v: view(amd, ""), want: 0},
-		{name: "image unresolved", v: view(amd, "NotFound", armNodes), want: ExitInputError},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := ExitCode(whyStatus(tc.v)); got != tc.want {
-				t.Errorf("exit status %d, want %d", got, tc.want)
 			}
 		})
 	}

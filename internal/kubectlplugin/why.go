@@ -1,6 +1,7 @@
 package kubectlplugin
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -20,6 +21,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/archfilter/archfilter/pkg/decision"
+	"github.com/archfilter/archfilter/pkg/misplaced"
 	"github.com/archfilter/archfilter/pkg/platform"
 	"github.com/archfilter/archfilter/pkg/podplatform"
 )
@@ -78,10 +80,25 @@ type whyView struct {
 	Nodes              []nodeGroup `json:"nodes"`
 	Events             []eventView `json:"events"`
 	// NewerTags are the searches for a newer tag of each image that does not run on
-	// some of the cluster's node platforms.
+	// a node platform the pod needs (neededPlatforms).
 	NewerTags []newerTagView `json:"newerTags,omitempty"`
+	// DecidedBy is the front-end that decides for the pod and how that is
+	// known (frontEnds.of).
+	DecidedBy frontView `json:"decidedBy"`
+	// Running are, for a bound pod, what report --running finds on it (the same
+	// judgement, judgeBound); RunningNotes and RunningErrors its notes and what
+	// could not be checked.
+	Running       []runningRow  `json:"running,omitempty"`
+	RunningNotes  []runningNote `json:"runningNotes,omitempty"`
+	RunningErrors []string      `json:"runningErrors,omitempty"`
+	// Verdict is why's answer in one line, its last (why_status.go).
+	Verdict verdictView `json:"verdict"`
 
-	schedulerName string
+	// pod is the pod as read; node its node (nil when unbound or not listed);
+	// failedScheduling the message of its last FailedScheduling event.
+	pod              *v1.Pod
+	node             *v1.Node
+	failedScheduling string
 }
 
 func newWhyCommand(kube *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
@@ -102,7 +119,21 @@ it allows and where they came from), the cluster's nodes per platform, whether t
 runs there (and by which rule) and whether archfilter allows it there, and the events
 archfilter and the scheduler recorded. A pod the placement mode placed carries the
 decision it took (annotation archfilter.io/decision): why shows it as the decision the
-cluster acted on, beside the one re-resolved now.`,
+cluster acted on, beside the one re-resolved now.
+
+Which front-end decides is read from the cluster, not guessed: --scheduler-name when
+given; the placement mode's marks on the pod (its decision, its scheduling gate, its
+events); the deployed scheduler configuration (a ConfigMap labelled
+archfilter.io/config=scheduler: the profiles that enable ArchFilter); the ArchFilter
+events a scheduler recorded; the placement mode's MutatingWebhookConfiguration. The
+output says how it knows, or that it does not and which flag tells it.
+
+The last line is the verdict: bound to a node where it runs; bound to a node where it
+cannot run (what report --running finds on it); Pending because ...; or not
+archfilter's (out of its scope, or a scheduler without ArchFilter and no placement
+mode). Exit status: 1 when the pod is bound where it cannot run, or runs nowhere
+(no platform is left, or none of the cluster's nodes runs it); 2 when that could not
+be answered (an image or the node could not be read); 0 otherwise.`,
 		Example: `  kubectl archfilter why -n shop web-7d9c5b6f4-x2x8q`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -113,7 +144,8 @@ cluster acted on, beside the one re-resolved now.`,
 			if err != nil {
 				return err
 			}
-			v, err := explainPod(cmd.Context(), client, ns, args[0], &reg, dc)
+			fe := findFrontEnds(cmd.Context(), client, &dec, dc.namespaces)
+			v, err := explainPodWith(cmd.Context(), client, ns, args[0], &reg, dc, fe)
 			if err != nil {
 				return err
 			}
@@ -164,7 +196,15 @@ func clusterDynamic(kube *genericclioptions.ConfigFlags) (dynamic.Interface, err
 	return dynamic.NewForConfig(cfg)
 }
 
+// explainPod answers why for one pod, reading which front-end decides from
+// the cluster (findFrontEnds, without flags).
 func explainPod(ctx context.Context, client kubernetes.Interface, ns, name string, reg *registryFlags, dc *decider) (*whyView, error) {
+	return explainPodWith(ctx, client, ns, name, reg, dc, nil)
+}
+
+// explainPodWith is explainPod, with fe saying which front-end decides (nil:
+// read it from the cluster).
+func explainPodWith(ctx context.Context, client kubernetes.Interface, ns, name string, reg *registryFlags, dc *decider, fe *frontEnds) (*whyView, error) {
 	pod, err := client.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("pod %s/%s: %w", ns, name, err)
@@ -177,6 +217,20 @@ func explainPod(ctx context.Context, client kubernetes.Interface, ns, name strin
 	if err != nil {
 		return nil, &ExitError{Code: ExitInputError, Msg: err.Error()}
 	}
+	sel := fields.Set{"involvedObject.name": pod.Name, "involvedObject.namespace": pod.Namespace}.AsSelector().String()
+	evs, err := client.CoreV1().Events(pod.Namespace).List(ctx, metav1.ListOptions{FieldSelector: sel})
+	if err != nil {
+		return nil, fmt.Errorf("listing the pod's events: %w", err)
+	}
+	own := eventsOf(evs.Items, pod)
+	if fe == nil {
+		fe = findFrontEnds(ctx, client, nil, dc.namespaces)
+	}
+	front := fe.of(pod, own)
+	// Notes (policies that could not be read) are recorded on dc, which the
+	// policy reader holds; jc judges.
+	jc := dc.forFront(front)
+
 	// The decision is the one taken before the pod was bound: judged without
 	// its node, unless it was created bound (a mirror pod), which nothing placed.
 	judged := pod.DeepCopy()
@@ -184,9 +238,19 @@ func explainPod(ctx context.Context, client kubernetes.Interface, ns, name strin
 		judged.Spec.NodeName = ""
 	}
 	w := workload{Source: "cluster", Kind: "Pod", Pod: judged}
-	results := resolveAll(ctx, s, dc.images([]workload{w}))
-	v := &whyView{workloadView: evaluate(w, results, dc, nil, false), NodeName: pod.Spec.NodeName}
-	v.Namespace, v.Name, v.schedulerName = pod.Namespace, pod.Name, pod.Spec.SchedulerName
+	refs := jc.images([]workload{w})
+	if pod.Spec.NodeName != "" && misplaced.ReadsImages(jc.settings, pod, jc.namespaces) {
+		// A bound pod is judged by the images it runs, as report --running does.
+		for _, ref := range misplaced.Images(pod) {
+			if !slices.Contains(refs, ref) {
+				refs = append(refs, ref)
+			}
+		}
+	}
+	results := resolveAll(ctx, s, refs)
+	v := &whyView{workloadView: evaluate(w, results, jc, nil, false), NodeName: pod.Spec.NodeName, pod: pod, DecidedBy: front}
+	v.Namespace, v.Name = pod.Namespace, pod.Name
+	v.Decision.By = front.By
 	v.OwnConstraints = describeConstraint(podplatform.OwnConstraintOf(pod))
 	v.CredentialProblems = problems
 	if rec, ok, err := decision.RecordOf(pod); err != nil {
@@ -194,7 +258,7 @@ func explainPod(ctx context.Context, client kubernetes.Interface, ns, name strin
 	} else if ok {
 		v.Recorded = &rec
 	}
-	compat := dc.settings.Compat
+	compat := jc.settings.Compat
 
 	nodes, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
@@ -211,18 +275,59 @@ func explainPod(ctx context.Context, client kubernetes.Interface, ns, name strin
 			v.Nodes[i].CanRun, v.Nodes[i].Rule = false, "unknown: images not read (not in archfilter's scope)"
 		}
 	}
-
-	sel := fields.Set{"involvedObject.name": pod.Name, "involvedObject.namespace": pod.Namespace}.AsSelector().String()
-	evs, err := client.CoreV1().Events(pod.Namespace).List(ctx, metav1.ListOptions{FieldSelector: sel})
-	if err != nil {
-		return nil, fmt.Errorf("listing the pod's events: %w", err)
+	var bound *misplaced.Report
+	if pod.Spec.NodeName != "" {
+		for i := range nodes.Items {
+			if nodes.Items[i].Name == pod.Spec.NodeName {
+				v.node = &nodes.Items[i]
+			}
+		}
+		r := judgeBound(jc, pod, v.node, own, results, func() []platform.NodePlatform { return platformsOfNodes(nodes.Items) })
+		owners := ownerNames{client: client, seen: map[string][2]string{}}
+		v.RunningNotes, v.Running, v.RunningErrors = boundRows(ctx, &owners, newConfigWitness(reg, client), pod, v.node, r, results)
+		bound = &r
 	}
-	v.Events = podEvents(evs.Items, pod)
+
+	v.Events = podEvents(own, pod)
+	for _, e := range v.Events {
+		if e.Reason == "FailedScheduling" {
+			v.failedScheduling = e.Message // the last: events are oldest first
+		}
+	}
 	if reg.newerTags {
-		v.NewerTags = findNewerTags(ctx, s, compat, podBlockedImages(v.Images, nodes.Items, compat, creds))
+		needed := neededPlatforms(pod, v.Images, nodes.Items)
+		v.NewerTags = findNewerTags(ctx, s, compat, podBlockedImages(v.Images, needed, compat, creds))
 	}
 	v.Notes = dc.notes
+	v.Verdict = verdictOf(v, bound)
 	return v, nil
+}
+
+// eventsOf keeps the events about pod (a field selector is a filter the API
+// server may not apply: client-go's fake does not).
+func eventsOf(evs []v1.Event, pod *v1.Pod) []v1.Event {
+	var out []v1.Event
+	for _, e := range evs {
+		if e.InvolvedObject.Name == pod.Name && e.InvolvedObject.Namespace == pod.Namespace &&
+			(e.InvolvedObject.UID == "" || e.InvolvedObject.UID == pod.UID) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// forFront is dc judging a pod as front decides for it: the plugin of its
+// scheduler, else as the placement mode (also when no front-end decides or it
+// is not known: that is the decision archfilter would take).
+func (dc *decider) forFront(front frontView) *decider {
+	settings := *dc.settings
+	settings.Schedulers = sets.New[string]()
+	if front.By == frontScheduler {
+		settings.Schedulers.Insert(front.Scheduler)
+	}
+	cp := *dc
+	cp.settings = &settings
+	return &cp
 }
 
 // groupNodes counts nodes per platform and says whether allowed runs there and by which
@@ -412,7 +517,20 @@ func printWhy(streams genericiooptions.IOStreams, format outputFormat, v *whyVie
 	for _, e := range v.Events {
 		writeLine(w, "  %s %s %s: %s", e.Last.UTC().Format("15:04:05"), e.Type, e.Reason, e.Message)
 	}
+	if len(v.Running) > 0 {
+		writeLine(w, "On its node (as report --running finds it):")
+		for _, r := range v.Running {
+			writeLine(w, "  %s, container %s: %s", r.Finding, cmp.Or(r.Container, "-"), r.Evidence)
+		}
+	}
+	for _, n := range v.RunningNotes {
+		writeLine(w, "Note: container %s (%s): %s", n.Container, n.Image, n.Text)
+	}
+	for _, e := range v.RunningErrors {
+		writeLine(w, "Not checked on its node: %s", e)
+	}
 	printNewerTags(w, v.NewerTags)
+	writeLine(w, "Verdict: %s", v.Verdict.Text)
 	return nil
 }
 
@@ -420,9 +538,18 @@ func printWhy(streams genericiooptions.IOStreams, format outputFormat, v *whyVie
 // acted on, when the placement mode left one on the pod, and the one re-resolved now.
 func printDecision(w io.Writer, v *whyView) {
 	d := v.Decision
-	by := "the " + d.By
-	if d.By == decision.ViaScheduler.String() {
-		by = "the ArchFilter plugin of scheduler " + orNone(v.schedulerName)
+	f := v.DecidedBy
+	switch f.By {
+	case frontScheduler, frontPlacement:
+		writeLine(w, "Decided by: %s (%s)", f, f.How)
+	case frontNone:
+		writeLine(w, "Decided by: no front-end of archfilter: %s", f.How)
+	default:
+		writeLine(w, "Decided by: not known: %s", f.How)
+	}
+	what := "Decision"
+	if f.By == frontNone || !f.known() {
+		what = "Decision archfilter would take"
 	}
 	switch {
 	case v.Recorded != nil:
@@ -436,9 +563,9 @@ func printDecision(w io.Writer, v *whyView) {
 		}
 	case v.RecordError != "":
 		writeLine(w, "Decision recorded on the pod cannot be read: %s", v.RecordError)
-		writeLine(w, "Decision of %s, re-resolved now: %s", by, d.summary())
+		writeLine(w, "%s, re-resolved now: %s", what, d.summary())
 	default:
-		writeLine(w, "Decision of %s, re-resolved now (none is recorded on the pod): %s", by, d.summary())
+		writeLine(w, "%s, re-resolved now (none is recorded on the pod): %s", what, d.summary())
 	}
 	if d.Preferred != "" {
 		writeLine(w, "Preferred: %s", d.Preferred)

@@ -25,9 +25,18 @@ const (
 	Decision = "archfilter.io/decision"
 )
 
+// Prefix starts every annotation archfilter reads or writes.
+const Prefix = "archfilter.io/"
+
+// Known lists every annotation archfilter reads or writes on pods. Any other key with
+// Prefix is a mistake, which package decision's LintAnnotations reports with the
+// nearest of these: a new annotation is added here too.
+var Known = []string{Platforms, Skip, PreferredPlatforms, Decision}
+
 // ParseSkip reads the value of the Skip annotation as strconv.ParseBool does:
 // "true", "True", "TRUE", "t", "T" and "1" skip the pod; "false", "False",
-// "FALSE", "f", "F", "0" and an absent annotation ("") do not. Any other value
+// "FALSE", "f", "F", "0" and an absent annotation ("") do not (the error lists
+// exactly these, so keep them equal). Any other value
 // does not skip the pod either, and is reported as an error naming the
 // annotation, so that a typo ("yes") is seen rather than silently ignored.
 func ParseSkip(value string) (bool, error) {
@@ -36,7 +45,7 @@ func ParseSkip(value string) (bool, error) {
 	}
 	skip, err := strconv.ParseBool(value)
 	if err != nil {
-		return false, fmt.Errorf("annotation %s: %q is not true or false (true, True, TRUE, t, 1 / false, False, FALSE, f, 0); the pod is not skipped", Skip, value)
+		return false, fmt.Errorf("annotation %s: %q is not true or false (want one of true, True, TRUE, t, T, 1 or false, False, FALSE, f, F, 0); the pod is not skipped", Skip, value)
 	}
 	return skip, nil
 }

@@ -2,26 +2,45 @@ package kubectlplugin
 
 import (
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/archfilter/archfilter/apis/annotations"
 	"github.com/archfilter/archfilter/internal/registrytest"
 	"github.com/archfilter/archfilter/pkg/decision"
 	"github.com/archfilter/archfilter/pkg/platform"
 )
 
 type checkOutputJSON struct {
-	Workloads []workloadView
+	Workloads      []workloadView
+	CheckedAgainst checkTarget
+}
+
+// withoutCluster makes the test's check run as in a CI job without a cluster: no
+// kubeconfig, not in a pod.
+func withoutCluster(t *testing.T) {
+	t.Helper()
+	t.Setenv("KUBECONFIG", filepath.Join(t.TempDir(), "no-kubeconfig"))
+	t.Setenv("KUBERNETES_SERVICE_HOST", "")
+	t.Setenv("KUBERNETES_SERVICE_PORT", "")
 }
 
 func runCheck(t *testing.T, stdin string, args ...string) (checkOutputJSON, string, int) {
 	t.Helper()
+	if !slices.Contains(args, "--kubeconfig") {
+		withoutCluster(t)
+	}
 	stdout, stderr, code := run(t, stdin, append([]string{"check", "-o", "json"}, args...)...)
 	var got checkOutputJSON
 	if err := json.Unmarshal([]byte(stdout), &got); err != nil {
@@ -204,6 +223,7 @@ items:
 }
 
 func TestCheckEmitAffinity(t *testing.T) {
+	withoutCluster(t)
 	m := registrytest.NewMemory(t)
 	fx := pushFixtures(t, m)
 	stdout, stderr, code := run(t, deployment("web", fx.multiRef, fx.att.Ref), "check", "--insecure-registry", fx.host, "-f", "-", "--emit-affinity")
@@ -294,6 +314,7 @@ func TestCheckDecidesAsArchFilter(t *testing.T) {
 		t.Errorf("exit status %d, want %d (nothing left unanswered: no localhost image was resolved); stderr:\n%s", code, ExitFailed, stderr)
 	}
 
+	withoutCluster(t)
 	// The 32-bit rule said twice is refused.
 	if err := os.WriteFile(argsFile, []byte("apiVersion: kubescheduler.config.k8s.io/v1\nkind: ArchFilterArgs\nrun32BitImagesOn: [arm64]\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -307,5 +328,231 @@ func TestCheckDecidesAsArchFilter(t *testing.T) {
 	}
 	if _, stderr, code := run(t, docs, "check", "-f", "-", "--args", argsFile); code != ExitInputError || !strings.Contains(stderr, "args.daemonSetPolicy") {
 		t.Errorf("invalid --args: exit %d, stderr %q; want %d naming args.daemonSetPolicy", code, stderr, ExitInputError)
+	}
+}
+
+// stubCluster serves what check reads of a cluster (its version, its nodes, no
+// archfilter configuration) and returns a kubeconfig whose context "stub" names it.
+func stubCluster(t *testing.T, nodes ...*v1.Node) string {
+	t.Helper()
+	write := func(w http.ResponseWriter, obj any) {
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(obj)
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/version":
+			write(w, map[string]string{"major": "1", "minor": "35", "gitVersion": "v1.35.0"})
+		case "/api/v1/nodes":
+			list := &v1.NodeList{TypeMeta: metav1.TypeMeta{Kind: "NodeList", APIVersion: "v1"}}
+			for _, n := range nodes {
+				list.Items = append(list.Items, *n)
+			}
+			write(w, list)
+		case "/api/v1/configmaps":
+			write(w, &v1.ConfigMapList{TypeMeta: metav1.TypeMeta{Kind: "ConfigMapList", APIVersion: "v1"}})
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return writeTestKubeconfig(t, srv.URL)
+}
+
+// TestCheckAgainstTheCluster: with a cluster that answers, a workload none of whose
+// platforms is a node's fails, naming both; without one, or with one without nodes,
+// check says on its summary line what it could not check. --platforms wins.
+func TestCheckAgainstTheCluster(t *testing.T) {
+	m := registrytest.NewMemory(t)
+	fx := pushFixtures(t, m)
+	riscv := m.Fixtures(t).Image("riscv:v1", registrytest.OCI, "linux/riscv64")
+	docs := deployment("riscv", riscv.Ref) + "---\n" + deployment("web", fx.multiRef)
+	unlabelled := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "new"}}
+	cluster := stubCluster(t, node("a1", "linux", "amd64"), node("r1", "linux", "arm64"), node("r2", "linux", "arm64"), unlabelled)
+	const only = "checked only that each workload's images share a platform"
+
+	t.Run("a cluster with nodes", func(t *testing.T) {
+		got, stderr, code := runCheck(t, docs, "--insecure-registry", fx.host, "-f", "-", "--kubeconfig", cluster)
+		if code != ExitFailed {
+			t.Errorf("exit status %d, want %d: no node runs linux/riscv64; stderr:\n%s", code, ExitFailed, stderr)
+		}
+		want := checkTarget{Source: targetCluster, Platforms: []string{"linux/amd64", "linux/arm64"}, Context: "stub",
+			Summary: `checked against the platforms of the cluster's nodes (context "stub"): linux/amd64, linux/arm64`}
+		if diff := cmp.Diff(want, got.CheckedAgainst, cmpopts.IgnoreUnexported(checkTarget{})); diff != "" {
+			t.Errorf("checkedAgainst (-want,+got):\n%s", diff)
+		}
+		r, w := got.Workloads[0], got.Workloads[1]
+		if !r.Failed || !strings.Contains(r.Nowhere, "it runs on linux/riscv64") || !strings.Contains(r.Nowhere, "the nodes on linux/amd64, linux/arm64") {
+			t.Errorf("riscv: want failed, naming its platform and the nodes'; got failed %v, nowhere %q", r.Failed, r.Nowhere)
+		}
+		if w.Failed || w.Nowhere != "" {
+			t.Errorf("web runs on both node platforms: failed %v, nowhere %q", w.Failed, w.Nowhere)
+		}
+
+		stdout, _, _ := run(t, docs, "check", "--insecure-registry", fx.host, "-f", "-", "--kubeconfig", cluster)
+		for _, line := range []string{
+			"FAIL: no node of the cluster runs it: it runs on linux/riscv64, the nodes on linux/amd64, linux/arm64",
+			want.Summary,
+		} {
+			if !strings.Contains(stdout, line) {
+				t.Errorf("the table does not say %q:\n%s", line, stdout)
+			}
+		}
+	})
+
+	t.Run("--platforms wins", func(t *testing.T) {
+		got, stderr, code := runCheck(t, deployment("riscv", riscv.Ref), "--insecure-registry", fx.host, "-f", "-", "--kubeconfig", cluster, "--platforms", "linux/riscv64")
+		if code != 0 || got.CheckedAgainst.Source != targetPlatforms || got.CheckedAgainst.Summary != "checked against --platforms linux/riscv64" {
+			t.Errorf("exit status %d, checked against %+v; want 0 and --platforms; stderr:\n%s", code, got.CheckedAgainst, stderr)
+		}
+	})
+
+	t.Run("no cluster", func(t *testing.T) {
+		got, stderr, code := runCheck(t, docs, "--insecure-registry", fx.host, "-f", "-")
+		if code != 0 {
+			t.Errorf("exit status %d, want 0 (nothing says riscv64 cannot run); stderr:\n%s", code, stderr)
+		}
+		if c := got.CheckedAgainst; c.Source != targetNone || !strings.HasPrefix(c.Summary, "no cluster, no --platforms: "+only) || !strings.Contains(c.Reason, "no kubeconfig") {
+			t.Errorf("checkedAgainst %+v: want none, the summary saying what was not checked, and why", c)
+		}
+		stdout, stderr, _ := run(t, docs, "check", "--insecure-registry", fx.host, "-f", "-")
+		// The summary line follows the table's last row.
+		lines := strings.Split(stdout, "\n")
+		i := slices.IndexFunc(lines, func(l string) bool { return strings.HasPrefix(l, "no cluster, no --platforms: "+only) })
+		if i < 1 || !strings.Contains(lines[i-1], "Deployment/shop/web") {
+			t.Errorf("want the summary saying what was not checked right after the table:\n%s", stdout)
+		}
+		if !strings.Contains(stderr, "info: no kubeconfig") {
+			t.Errorf("stderr does not say why no cluster was read:\n%s", stderr)
+		}
+	})
+
+	t.Run("a cluster without nodes", func(t *testing.T) {
+		empty := stubCluster(t)
+		got, stderr, code := runCheck(t, docs, "--insecure-registry", fx.host, "-f", "-", "--kubeconfig", empty)
+		if code != 0 || got.CheckedAgainst.Source != targetNone || !strings.HasPrefix(got.CheckedAgainst.Summary, `no node in the cluster (context "stub"), no --platforms: `+only) {
+			t.Errorf("exit status %d, checked against %+v; want 0 and a summary saying the cluster has no nodes; stderr:\n%s", code, got.CheckedAgainst, stderr)
+		}
+	})
+
+	t.Run("a cluster named that does not answer", func(t *testing.T) {
+		refused := writeTestKubeconfig(t, "http://"+closedPort(t))
+		got, stderr, code := runCheck(t, docs, "--insecure-registry", fx.host, "-f", "-", "--kubeconfig", refused)
+		if code != ExitInputError || got.CheckedAgainst.Source != targetNone || !strings.Contains(stderr, "no node platform was checked") {
+			t.Errorf("exit status %d, checked against %+v; want %d: the cluster asked for could not be read; stderr:\n%s", code, got.CheckedAgainst, ExitInputError, stderr)
+		}
+	})
+
+	t.Run("--help says so", func(t *testing.T) {
+		stdout, _, _ := run(t, "", "check", "--help")
+		for _, s := range []string{"no cluster, no --platforms: checked only that each workload's images share", "In CI, give --platforms", "runs on none of", "checkedAgainst"} {
+			if !strings.Contains(strings.Join(strings.Fields(stdout), " "), s) {
+				t.Errorf("check --help does not say %q:\n%s", s, stdout)
+			}
+		}
+	})
+}
+
+// TestCheckMistakesNameTheFix: check's own usage mistakes say what to type instead.
+func TestCheckMistakesNameTheFix(t *testing.T) {
+	withoutCluster(t)
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{name: "a file without -f", args: []string{"check", "good.yaml"}, want: "check reads files with -f: kubectl archfilter check -f good.yaml"},
+		{name: "a second file without -f", args: []string{"check", "-f", "a.yaml", "b.yaml"}, want: "kubectl archfilter check -f a.yaml -f b.yaml"},
+		{name: "no file", args: []string{"check"}, want: "check needs the manifests to check: kubectl archfilter check -f FILE|DIR|-"},
+		{name: "--platforms without os", args: []string{"check", "-f", "-", "--platforms", "arm64"}, want: `--platforms "arm64": want os/arch[/variant]; did you mean linux/arm64?`},
+		{name: "--platforms with an empty element", args: []string{"check", "-f", "-", "--platforms", "linux/amd64,,arm64"}, want: "did you mean linux/amd64,linux/arm64?"},
+		{name: "--platforms naming an architecture no runtime knows", args: []string{"check", "-f", "-", "--platforms", "linux/arm46"}, want: `no container runtime knows the architecture "arm46"; did you mean linux/arm64?`},
+		{name: "--platforms *", args: []string{"check", "-f", "-", "--platforms", "*"}, want: "name the platforms every workload must run on, e.g. --platforms linux/amd64,linux/arm64"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, stderr, code := run(t, "", tc.args...)
+			if code != ExitInputError || !strings.Contains(stderr, tc.want) {
+				t.Errorf("exit status %d, stderr:\n%s\nwant %d and %q", code, stderr, ExitInputError, tc.want)
+			}
+			if strings.Contains(stderr, "unknown command") {
+				t.Errorf("cobra's message instead of the fix:\n%s", stderr)
+			}
+		})
+	}
+}
+
+// TestCheckLintsAnnotations: check reports each mistake in a workload's archfilter.io/
+// annotations as package decision's LintAnnotations finds it, the one judge the
+// plugin and the placement mode use too: warnings below the table, errors fail the
+// workload, a syntax error is one (not "no common platform").
+func TestCheckLintsAnnotations(t *testing.T) {
+	m := registrytest.NewMemory(t)
+	fx := pushFixtures(t, m)
+	annotated := func(name, annots string) string {
+		return strings.Replace(deployment(name, fx.multiRef), "metadata: {labels: {app: x}}", "metadata: {labels: {app: x}, annotations: {"+annots+"}}", 1)
+	}
+	onDeployment := strings.Replace(deployment("owner", fx.multiRef), "metadata: {name: owner, namespace: shop}", "metadata: {name: owner, namespace: shop, annotations: {archfilter.io/skip: \"true\"}}", 1)
+	docs := strings.Join([]string{
+		annotated("typo", `archfilter.io/platfroms: "linux/arm64"`),
+		annotated("skipyes", `archfilter.io/skip: "yes"`),
+		annotated("arm46", `archfilter.io/platforms: "linux/arm46"`),
+		annotated("syntax", `archfilter.io/platforms: "linux/amd64,,arm64"`),
+		onDeployment,
+	}, "---\n")
+	got, stderr, code := runCheck(t, docs, "--insecure-registry", fx.host, "-f", "-")
+	if code != ExitFailed {
+		t.Errorf("exit status %d, want %d (two errors); stderr:\n%s", code, ExitFailed, stderr)
+	}
+	byName := map[string]workloadView{}
+	for _, w := range got.Workloads {
+		byName[w.Name] = w
+	}
+	for _, tc := range []struct {
+		name, annotation string
+		severity         decision.Severity
+		failed           bool
+		hint             string
+	}{
+		{name: "typo", annotation: "archfilter.io/platfroms", severity: decision.SeverityWarning, hint: "did you mean archfilter.io/platforms?"},
+		{name: "skipyes", annotation: annotations.Skip, severity: decision.SeverityWarning, hint: `did you mean "true"?`},
+		{name: "arm46", annotation: annotations.Platforms, severity: decision.SeverityError, failed: true, hint: "did you mean linux/arm64?"},
+		{name: "syntax", annotation: annotations.Platforms, severity: decision.SeverityError, failed: true, hint: "did you mean linux/amd64,linux/arm64?"},
+		{name: "owner", annotation: annotations.Skip, severity: decision.SeverityWarning, hint: "move it to spec.template.metadata.annotations"},
+	} {
+		w := byName[tc.name]
+		if len(w.Lint) != 1 || w.Lint[0].Annotation != tc.annotation || w.Lint[0].Severity != tc.severity || !strings.Contains(w.Lint[0].Message, tc.hint) || w.Failed != tc.failed {
+			t.Errorf("%s: lint %+v, failed %v; want one %s about %s saying %q, failed %v", tc.name, w.Lint, w.Failed, tc.severity, tc.annotation, tc.hint, tc.failed)
+		}
+	}
+	// skip "yes" does not skip the pod: check judges it as archfilter does.
+	if d := byName["skipyes"].Decision; d.Outcome != decision.OutcomeConstrained {
+		t.Errorf("skipyes: outcome %s, want %s: the scheduler does not skip the pod", d.Outcome, decision.OutcomeConstrained)
+	}
+
+	stdout, _, _ := run(t, docs, "check", "--insecure-registry", fx.host, "-f", "-")
+	rows := map[string]string{}
+	for _, line := range strings.Split(stdout, "\n") {
+		for name := range byName {
+			if f := strings.Fields(line); len(f) > 1 && f[1] == "Deployment/shop/"+name && strings.HasPrefix(f[0], "-#") {
+				rows[name] = line
+			}
+		}
+	}
+	for name, want := range map[string]string{
+		"typo":   "ok (1 annotation warning below)",
+		"arm46":  `FAIL: annotation archfilter.io/platforms "linux/arm46": matches no node`,
+		"syntax": `FAIL: annotation archfilter.io/platforms "linux/amd64,,arm64": syntax error`,
+	} {
+		if !strings.Contains(rows[name], want) {
+			t.Errorf("%s: row %q, want %q", name, rows[name], want)
+		}
+	}
+	if strings.Contains(rows["syntax"], "no common platform") {
+		t.Errorf("a syntax error reported as no common platform: %q", rows["syntax"])
+	}
+	for _, want := range []string{"WORKLOAD", "ANNOTATIONS", "Deployment/shop/typo", "warning", "annotation archfilter.io/platfroms is not one archfilter reads"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("the findings below the table lack %q:\n%s", want, stdout)
+		}
 	}
 }

@@ -33,6 +33,9 @@ type workload struct {
 	Source string // file and document, e.g. "deploy.yaml#2" or "-#1 item 3"
 	Kind   string
 	Pod    *v1.Pod
+	// Annotations are the workload's own (a Deployment's, not its template's); nil
+	// for a Pod. archfilter does not read them: check warns about its own there.
+	Annotations map[string]string
 }
 
 // inputError is a file, document or object that could not be read as a workload.
@@ -186,5 +189,9 @@ func workloadOf(obj runtime.Object) (workload, bool) {
 		pod.OwnerReferences = []metav1.OwnerReference{{Kind: cmp.Or(controller, kind), Name: name, Controller: ptr.To(true)}}
 	}
 	pod.Name, pod.Namespace = name, ns
-	return workload{Kind: kind, Pod: pod}, true
+	w := workload{Kind: kind, Pod: pod}
+	if m, ok := obj.(metav1.Object); ok && kind != "Pod" {
+		w.Annotations = m.GetAnnotations()
+	}
+	return w, true
 }

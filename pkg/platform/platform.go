@@ -27,22 +27,22 @@ var partNames = [...]string{"os", "architecture", "variant"}
 // Parse is strict about whitespace; ParseList trims around list elements.
 func Parse(s string) (Platform, error) {
 	if s == "" {
-		return Platform{}, fmt.Errorf("invalid platform %q: empty, want os/arch[/variant]", s)
+		return Platform{}, &ParseError{Value: s, Detail: "empty, want os/arch[/variant]"}
 	}
 	parts := strings.Split(s, "/")
 	switch {
 	case len(parts) < 2:
-		return Platform{}, fmt.Errorf("invalid platform %q: want os/arch[/variant]", s)
+		return Platform{}, &ParseError{Value: s, Detail: "want os/arch[/variant]"}
 	case len(parts) > 3:
-		return Platform{}, fmt.Errorf("invalid platform %q: %d '/'-separated parts, want os/arch[/variant]", s, len(parts))
+		return Platform{}, &ParseError{Value: s, Detail: fmt.Sprintf("%d '/'-separated parts, want os/arch[/variant]", len(parts))}
 	}
 	for i, part := range parts {
 		if part == "" {
-			return Platform{}, fmt.Errorf("invalid platform %q: empty %s", s, partNames[i])
+			return Platform{}, &ParseError{Value: s, Detail: "empty " + partNames[i]}
 		}
 		if j := strings.IndexFunc(part, invalidRune); j >= 0 {
-			return Platform{}, fmt.Errorf("invalid platform %q: %s %q contains %q, want only letters, digits, '.', '_' and '-'",
-				s, partNames[i], part, []rune(part[j:])[0])
+			return Platform{}, &ParseError{Value: s, Detail: fmt.Sprintf("%s %q contains %q, want only letters, digits, '.', '_' and '-'",
+				partNames[i], part, []rune(part[j:])[0])}
 		}
 	}
 	p := Platform{OS: parts[0], Architecture: parts[1]}
@@ -50,6 +50,17 @@ func Parse(s string) (Platform, error) {
 		p.Variant = parts[2]
 	}
 	return Normalize(p), nil
+}
+
+// ParseError is Parse's error: Detail says what is wrong with Value, for messages that
+// quote the value themselves (ReviewList).
+type ParseError struct {
+	Value  string
+	Detail string
+}
+
+func (e *ParseError) Error() string {
+	return fmt.Sprintf("invalid platform %q: %s", e.Value, e.Detail)
 }
 
 // invalidRune keeps Parse to the characters OCI platform fields use in practice, so that a

@@ -103,12 +103,18 @@ func (h *Handler) Warnings(ctx context.Context, req *admissionv1.AdmissionReques
 		name = w.GenerateName + "*"
 	}
 	what := fmt.Sprintf("%s %s/%s", req.Kind.Kind, req.Namespace, name)
-	msg, ok := h.judge(ctx, req, tmpl)
-	if !ok {
-		return nil
+	var out []string
+	// Mistakes in the archfilter.io/ annotations, of the pod template and of the
+	// workload's own metadata (package decision's one judge of them, as the plugin's
+	// events and kubectl archfilter check).
+	for _, f := range append(decision.LintWorkloadAnnotations(req.Kind.Kind, w.Annotations), decision.LintAnnotations(tmpl.Annotations)...) {
+		out = append(out, truncate(fmt.Sprintf("archfilter: %s: %s", what, f.Message)))
 	}
-	h.Logger.V(3).Info("Warning about a workload", "workload", what, "warning", msg)
-	return []string{truncate(fmt.Sprintf("archfilter: %s: %s", what, msg))}
+	if msg, ok := h.judge(ctx, req, tmpl); ok {
+		h.Logger.V(3).Info("Warning about a workload", "workload", what, "warning", msg)
+		out = append(out, truncate(fmt.Sprintf("archfilter: %s: %s", what, msg)))
+	}
+	return out
 }
 
 // judge decides for a pod of tmpl and says what is wrong; ok is false when

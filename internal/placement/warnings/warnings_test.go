@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	admissionv1 "k8s.io/api/admission/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -164,5 +165,42 @@ func TestWarnings(t *testing.T) {
 				t.Errorf("warning of %d characters", len(got[0]))
 			}
 		})
+	}
+}
+
+// TestWarningsLintAnnotations: the mistakes in a workload's archfilter.io/
+// annotations are warned about at apply, in package decision's words (as the
+// plugin's events and kubectl archfilter check say them), beside the judgement of
+// its images.
+func TestWarningsLintAnnotations(t *testing.T) {
+	amd64 := platform.NodePlatform{OS: "linux", Architecture: "amd64"}
+	tmpl := template("multi")
+	tmpl.Annotations = map[string]string{"archfilter.io/platfroms": "linux/arm64", annotations.Skip: "yes"}
+	d := deployment("web", tmpl)
+	d.Annotations = map[string]string{annotations.Skip: "true"}
+	got := handler(t, []platform.NodePlatform{amd64}).Warnings(context.Background(), request(t, "shop", admissionv1.Create, d))
+	var want []string
+	for _, f := range append(decision.LintWorkloadAnnotations("Deployment", d.Annotations), decision.LintAnnotations(tmpl.Annotations)...) {
+		want = append(want, truncate("archfilter: Deployment shop/web: "+f.Message))
+	}
+	if len(want) != 3 {
+		t.Fatalf("the lint found %d mistakes, want 3: %q", len(want), want)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("warnings (-want,+got):\n%s", diff)
+	}
+	for _, hint := range []string{"move it to spec.template.metadata.annotations", "did you mean archfilter.io/platforms?", `is not true or false`} {
+		if !strings.Contains(strings.Join(got, "\n"), hint) {
+			t.Errorf("no warning says %q: %q", hint, got)
+		}
+	}
+
+	// An unknown architecture declared for a template whose images the nodes run: the
+	// lint's warning and the judgement's (no node runs linux/arm46).
+	tmpl = template("amd")
+	tmpl.Annotations = map[string]string{annotations.Platforms: "linux/arm46"}
+	got = handler(t, []platform.NodePlatform{amd64}).Warnings(context.Background(), request(t, "shop", admissionv1.Create, deployment("web", tmpl)))
+	if len(got) != 2 || !strings.Contains(got[0], "did you mean linux/arm64?") || !strings.Contains(got[1], "no node of the cluster") {
+		t.Errorf("warnings %q: want the lint's (did you mean linux/arm64?) and the judgement's", got)
 	}
 }

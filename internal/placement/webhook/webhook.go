@@ -64,8 +64,10 @@ func (h *Handler) Admit(req *admissionv1.AdmissionRequest) *admissionv1.Admissio
 	}
 	// The object of a create request may lack its namespace.
 	pod.Namespace = req.Namespace
-	if err := decision.InvalidSkip(&pod); err != nil {
-		allow.Warnings = append(allow.Warnings, "archfilter placement: "+err.Error())
+	// Mistakes in its archfilter.io/ annotations (package decision's one judge of them,
+	// as the plugin's events and kubectl archfilter check), whether it is gated or not.
+	for _, f := range decision.LintAnnotations(pod.Annotations) {
+		allow.Warnings = append(allow.Warnings, "archfilter placement: "+f.Message)
 	}
 	if reason := h.skip(&pod); reason != "" {
 		h.Logger.V(5).Info("Pod not gated", "namespace", req.Namespace, "name", pod.Name, "generateName", pod.GenerateName, "reason", reason)

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	gocmp "github.com/google/go-cmp/cmp"
@@ -56,6 +57,10 @@ func TestAdmit(t *testing.T) {
 		{name: "already gated", namespace: "apps", op: admissionv1.Create, pod: pod(func(p *v1.Pod) { p.Spec.SchedulingGates = []v1.PodSchedulingGate{gate} })},
 		{name: "skip annotation", namespace: "apps", op: admissionv1.Create, pod: pod(func(p *v1.Pod) { p.Annotations = map[string]string{annotations.Skip: "true"} })},
 		{name: "invalid skip annotation: gated, with a warning", namespace: "apps", op: admissionv1.Create, pod: pod(func(p *v1.Pod) { p.Annotations = map[string]string{annotations.Skip: "yes"} }), wantGates: []v1.PodSchedulingGate{gate}, wantWarnings: 1},
+		{name: "misspelt key: gated, with a warning", namespace: "apps", op: admissionv1.Create, pod: pod(func(p *v1.Pod) { p.Annotations = map[string]string{"archfilter.io/skp": "true"} }), wantGates: []v1.PodSchedulingGate{gate}, wantWarnings: 1},
+		{name: "unknown architecture and a misspelt key: two warnings", namespace: "apps", op: admissionv1.Create, pod: pod(func(p *v1.Pod) {
+			p.Annotations = map[string]string{annotations.Platforms: "linux/arm46", "archfilter.io/platfroms": "linux/arm64"}
+		}), wantGates: []v1.PodSchedulingGate{gate}, wantWarnings: 2},
 		{name: "DaemonSet pod under daemonSetPolicy Skip", namespace: "apps", op: admissionv1.Create, pod: pod(daemonSetPod), policy: config.DaemonSetPolicySkip},
 		{name: "DaemonSet pod under daemonSetPolicy Enforce", namespace: "apps", op: admissionv1.Create, pod: pod(daemonSetPod), policy: config.DaemonSetPolicyEnforce, wantGates: []v1.PodSchedulingGate{gate}},
 		{name: "namespace selected", namespace: "apps", op: admissionv1.Create, pod: pod(), selector: "team=shop", wantGates: []v1.PodSchedulingGate{gate}},
@@ -239,5 +244,37 @@ func TestAdmitWithoutController(t *testing.T) {
 				t.Errorf("warnings (-want,+got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestAdmitWarnsAsTheLint: the admission warnings about a pod's annotations are
+// package decision's findings, word for word, as the plugin's events and kubectl
+// archfilter check say them.
+func TestAdmitWarnsAsTheLint(t *testing.T) {
+	logger, _ := ktesting.NewTestContext(t)
+	h := &Handler{Settings: &decision.Settings{}, Logger: logger}
+	annots := map[string]string{annotations.Skip: "yes", annotations.Platforms: "linux/amd64,,arm64", "archfilter.io/platfroms": "linux/arm64"}
+	raw, err := json.Marshal(&v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Annotations: annots}, Spec: v1.PodSpec{Containers: []v1.Container{{Name: "c", Image: "img"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp := h.Admit(&admissionv1.AdmissionRequest{
+		UID: "uid-1", Kind: metav1.GroupVersionKind{Version: "v1", Kind: "Pod"},
+		Namespace: "apps", Operation: admissionv1.Create, Object: runtime.RawExtension{Raw: raw},
+	})
+	var want []string
+	for _, f := range decision.LintAnnotations(annots) {
+		want = append(want, "archfilter placement: "+f.Message)
+	}
+	if len(want) != 3 {
+		t.Fatalf("the lint found %d mistakes, want 3: %q", len(want), want)
+	}
+	if diff := gocmp.Diff(want, resp.Warnings); diff != "" {
+		t.Errorf("warnings (-want,+got):\n%s", diff)
+	}
+	for _, hint := range []string{"did you mean archfilter.io/platforms?", `did you mean "true"?`, "syntax error", "did you mean linux/amd64,linux/arm64?"} {
+		if !strings.Contains(strings.Join(resp.Warnings, "\n"), hint) {
+			t.Errorf("no warning says %q: %q", hint, resp.Warnings)
+		}
 	}
 }

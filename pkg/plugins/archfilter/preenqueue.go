@@ -2,6 +2,7 @@ package archfilter
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/utils/clock"
 
+	"github.com/archfilter/archfilter/apis/annotations"
 	"github.com/archfilter/archfilter/pkg/decision"
 	"github.com/archfilter/archfilter/pkg/resolver"
 )
@@ -38,9 +40,7 @@ const slowWait = 3 * time.Second
 // (SchedulingGates; GangScheduling until its gang's quorum exists), and a
 // standby, whose queue runs PreEnqueue too, learns them as well.
 func (pl *ArchFilter) PreEnqueue(ctx context.Context, pod *v1.Pod) *fwk.Status {
-	if err := decision.InvalidSkip(pod); err != nil {
-		pl.events.invalidAnnotation(pod, err)
-	}
+	pl.lintAnnotations(pod)
 	switch pl.scope.skipReason(pod) {
 	case "":
 	case decision.SkipDaemonSet:
@@ -92,6 +92,22 @@ func (pl *ArchFilter) PreEnqueue(ctx context.Context, pod *v1.Pod) *fwk.Status {
 		pl.resolver.ResolveAsync(request(image, creds), func(resolver.Result) { pl.held.resolved(pod, image) })
 	}
 	return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, ReasonWaiting)
+}
+
+// lintAnnotations records an InvalidArchFilterAnnotation warning event for each
+// mistake package decision finds in the pod's archfilter.io/ annotations (an unknown
+// key, a skip value that is no boolean, platforms no runtime knows), as the placement
+// mode's admission warnings and kubectl archfilter check say them. The values the
+// plugin cannot read are reported where it reads them, as before: a declaration by
+// PreFilter's rejection (FailedScheduling), a preference by PreScore's
+// InvalidPlatformPreference.
+func (pl *ArchFilter) lintAnnotations(pod *v1.Pod) {
+	for _, f := range decision.LintAnnotations(pod.Annotations) {
+		if f.Kind == decision.FindingInvalidValue && f.Annotation != annotations.Skip {
+			continue
+		}
+		pl.events.invalidAnnotation(pod, errors.New(f.Message))
+	}
 }
 
 // gangReady reports whether every other unscheduled member of the gang key

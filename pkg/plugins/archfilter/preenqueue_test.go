@@ -16,6 +16,7 @@ import (
 
 	"github.com/archfilter/archfilter/apis/annotations"
 	"github.com/archfilter/archfilter/apis/config"
+	"github.com/archfilter/archfilter/pkg/decision"
 	"github.com/archfilter/archfilter/pkg/platform"
 	"github.com/archfilter/archfilter/pkg/resolver"
 )
@@ -653,5 +654,50 @@ func TestPreEnqueueInvalidSkipAnnotation(t *testing.T) {
 	h.preEnqueue(ctx, valid)
 	if evs := withReason(h.events(), EventInvalidAnnotation); len(evs) != 0 {
 		t.Errorf("a valid value raised %s", evs)
+	}
+}
+
+// TestPreEnqueueLintsAnnotations: each mistake package decision finds in a pod's
+// archfilter.io/ annotations is a warning event, in the words check and the
+// placement mode's admission warnings use; a declaration that does not parse is left
+// to PreFilter's rejection, a preference to PreScore's InvalidPlatformPreference.
+func TestPreEnqueueLintsAnnotations(t *testing.T) {
+	for _, tc := range []struct {
+		name, key, value string
+		// want are parts of the one event wanted; none when no event is.
+		want []string
+	}{
+		{name: "misspelt key", key: "archfilter.io/platfroms", value: "linux/arm64", want: []string{"archfilter.io/platfroms is not one archfilter reads", "did you mean archfilter.io/platforms?"}},
+		{name: "unknown architecture", key: annotations.Platforms, value: "linux/arm46", want: []string{`no container runtime knows the architecture "arm46"`, "did you mean linux/arm64?"}},
+		{name: "syntax error: PreFilter says it", key: annotations.Platforms, value: "linux/amd64,,arm64"},
+		{name: "part of a declaration matches no node", key: annotations.Platforms, value: "linux/amd64,linux/arm46", want: []string{"part of it matches no node", "did you mean linux/amd64,linux/arm64?"}},
+		{name: "skip: yes", key: annotations.Skip, value: "yes", want: []string{`"yes" is not true or false`, `did you mean "true"?`}},
+		{name: "preference: PreScore says it", key: annotations.PreferredPlatforms, value: "amd64=5"},
+		{name: "valid", key: annotations.Platforms, value: "linux/arm64"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := testContext(t)
+			h := newHarness(t, ctx, harnessConfig{})
+			h.preEnqueue(ctx, makePod("p", imgNewMain).Annotation(tc.key, tc.value).Obj())
+			evs := withReason(h.events(), EventInvalidAnnotation)
+			if len(tc.want) == 0 {
+				if len(evs) != 0 {
+					t.Errorf("events %s, want none", evs)
+				}
+				return
+			}
+			if len(evs) != 1 {
+				t.Fatalf("events %s, want one", evs)
+			}
+			want := decision.LintAnnotations(map[string]string{tc.key: tc.value})[0].Message
+			if !strings.Contains(evs[0], want) {
+				t.Errorf("event %q does not say what decision.LintAnnotations says: %q", evs[0], want)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(evs[0], w) {
+					t.Errorf("event %q lacks %q", evs[0], w)
+				}
+			}
+		})
 	}
 }

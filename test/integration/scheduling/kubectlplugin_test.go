@@ -125,7 +125,11 @@ func TestKubectlPlugin(t *testing.T) {
 		{"check-narrowing", ciCredentials, []string{"check", "-f", "pinned.yaml"}, 0},
 		// The pod's own pull secret reads the private image.
 		{"why", noCredentials, []string{"why", "-n", shop, "checkout"}, kubectlplugin.ExitFailed},
+		// A pod the default scheduler left on a node that cannot run it: the verdict and
+		// the exit status report --running gives it.
+		{"why-running", noCredentials, []string{"why", "-n", billing, "invoices-6b7c9-k2x4q"}, kubectlplugin.ExitFailed},
 		{"report", noCredentials, []string{"report", "-n", shop}, kubectlplugin.ExitInputError},
+		{"report-wide", noCredentials, []string{"report", "-n", shop, "-o", "wide"}, kubectlplugin.ExitInputError},
 		{"report-csv", noCredentials, []string{"report", "-n", shop, "-o", "csv"}, kubectlplugin.ExitInputError},
 		// Pods the default scheduler placed before archfilter was installed.
 		{"report-running", noCredentials, []string{"report", "--running", "-n", billing}, kubectlplugin.ExitFailed},

@@ -96,12 +96,16 @@ func TestKubectlPlugin(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(manifestDir, "pinned.yaml"), []byte(pinned), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	lint := lintManifest(img)
+	if err := os.WriteFile(filepath.Join(manifestDir, "lint.yaml"), []byte(lint), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	docs := docFiles(t)
 	// check reads shop.yaml as a CI job would, from its working directory.
 	t.Chdir(manifestDir)
 	k := &kubectl{kubeconfig: kubeconfig}
 
-	golden := map[string]string{"shop.yaml": manifest, "pinned.yaml": pinned}
+	golden := map[string]string{"shop.yaml": manifest, "pinned.yaml": pinned, "lint.yaml": lint}
 	for _, g := range []struct {
 		name string
 		// dockerConfig is the DOCKER_CONFIG the command runs with.
@@ -123,6 +127,8 @@ func TestKubectlPlugin(t *testing.T) {
 		{"check-affinity", ciCredentials, []string{"check", "-f", "shop.yaml", "--emit-affinity"}, kubectlplugin.ExitFailed},
 		// A dependency bot pinned web's linux/amd64 manifest, not its index.
 		{"check-narrowing", ciCredentials, []string{"check", "-f", "pinned.yaml"}, 0},
+		// Mistakes in archfilter.io/ annotations, as the scheduler's events say them.
+		{"check-lint", ciCredentials, []string{"check", "-f", "lint.yaml"}, kubectlplugin.ExitFailed},
 		// The pod's own pull secret reads the private image.
 		{"why", noCredentials, []string{"why", "-n", shop, "checkout"}, kubectlplugin.ExitFailed},
 		// A pod the default scheduler left on a node that cannot run it: the verdict and
@@ -332,6 +338,37 @@ spec:
       containers:
       - {name: app, image: %s}
 `, img.webAMD64)
+}
+
+// lintManifest is a newcomer's first annotations: a misspelt key and a skip that is
+// not a boolean on a Deployment whose image runs everywhere, and a Job whose
+// declaration does not parse.
+func lintManifest(img shopImages) string {
+	return fmt.Sprintf(`apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: shop}
+spec:
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata:
+      labels: {app: web}
+      annotations: {archfilter.io/platfroms: linux/arm64, archfilter.io/skip: "yes"}
+    spec:
+      containers:
+      - {name: app, image: %s}
+---
+apiVersion: batch/v1
+kind: Job
+metadata: {name: migrate, namespace: shop}
+spec:
+  template:
+    metadata:
+      annotations: {archfilter.io/platforms: "linux/amd64,,arm64"}
+    spec:
+      restartPolicy: Never
+      containers:
+      - {name: migrate, image: localhost/migrate:v1}
+`, img.web)
 }
 
 // createShop creates the cluster's nodes (one linux/amd64, two linux/arm64) and the shop

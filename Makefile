@@ -280,7 +280,7 @@ tool-paths: ## Build kubectl and helm into the tools cache (once; ~/.cache/archf
 # demo.sh builds bin/archfilter-scheduler (make build-main) as the first of
 # its numbered build steps.
 .PHONY: demo
-demo: ## Local KWOK cluster + registries; archfilter as secondary, then as default scheduler.
+demo: ## Local KWOK cluster + registries; archfilter as secondary, then as default scheduler; ends with kubectl archfilter why on the pod no node fits.
 	hack/demo/demo.sh
 
 .PHONY: demo-down

@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
 # `make demo`: archfilter-scheduler on a local KWOK cluster, first as a
 # secondary scheduler beside plain kube-scheduler, then as the replacement
-# default scheduler. Needs Go and, for the registries, root (to apt-get
-# install docker-registry) or those packages already installed.
+# default scheduler; each phase prints a table of pods whose ARCHFILTER column
+# is read from what the cluster records. It ends by running
+# `kubectl archfilter why` on the pod no node fits (bin/kubectl-archfilter,
+# make build-cli) and printing how to run it yourself. Needs Go and, for the
+# registries, root (to apt-get install docker-registry) or those packages
+# already installed.
 #
 # Re-running is idempotent (the namespace is reset, images have fixed
 # digests, binaries are cached); `make demo-down` removes everything.

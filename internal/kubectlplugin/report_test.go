@@ -171,6 +171,17 @@ func TestReportTable(t *testing.T) {
 		}
 	}
 
+	// -A: a NAMESPACE column first, as kubectl's.
+	v.allNamespaces = true
+	var all strings.Builder
+	if err := printReport(&all, outputTable, v); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Fields(strings.SplitN(all.String(), "\n", 2)[0]); len(got) == 0 || got[0] != "NAMESPACE" || !strings.Contains(all.String(), "shop  ") {
+		t.Errorf("-A: want a NAMESPACE column:\n%s", all.String())
+	}
+	v.allNamespaces = false
+
 	var wide strings.Builder
 	if err := printReport(&wide, outputWide, v); err != nil {
 		t.Fatal(err)

@@ -38,7 +38,7 @@ func (f *decisionFlags) add(cmd *cobra.Command) {
 	fs := cmd.Flags()
 	fs.StringVar(&f.argsFile, "args", "", "file holding the ArchFilterArgs to decide with (apiVersion kubescheduler.config.k8s.io/v1, kind ArchFilterArgs): their scope, failure policy, fallback and preferred platforms, registries, policies; default: the deployed scheduler's (or placement mode's) configuration, found by the label "+ConfigLabel+", else the plugin's defaults")
 	fs.StringSliceVar(&f.run32Bit, "run-32bit", nil, "host architectures that run their 32-bit counterpart's images ("+platform.AMD64Runs386+", "+platform.ARM64RunsARM+"): ArchFilterArgs.run32BitImagesOn, without an --args file")
-	fs.StringSliceVar(&f.schedulers, "scheduler-name", []string{decision.DefaultSchedulerName}, "scheduler names whose profiles run ArchFilter (repeatable); pods naming another scheduler are judged as the placement mode judges them")
+	fs.StringSliceVar(&f.schedulers, "scheduler-name", []string{decision.DefaultSchedulerName}, "scheduler names whose profiles run ArchFilter (repeatable). Without it: the ArchFilter profiles of the deployed scheduler configuration (label "+ConfigLabel+"); why and report also read ArchFilter's events and the placement webhook, and say when they cannot know; check falls back to the default shown. check judges pods naming another scheduler as the placement mode does")
 }
 
 // load reads --args (or the defaults) and the flags into the settings package

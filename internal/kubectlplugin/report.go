@@ -492,6 +492,11 @@ func readinessOf(w workload, results map[string]resolver.Result, nps []platform.
 		r.CanRun = r.CanRun && row.Error == ""
 		if !r.CanRun {
 			r.Blocking = blockedByOwnConstraints
+			if pol := ev.judged.policy; pol != nil && pol.Allowed != nil && !pol.Allowed.MatchesNode(np) {
+				// Every image may run there, but the pod's ArchFilterPolicy does not
+				// allow it (decision.Settings.Exclusion's order: images, then policy).
+				r.Blocking = "ArchFilterPolicy " + pol.Key()
+			}
 			if unresolved != "" {
 				r.Blocking = unresolved
 			}
@@ -658,7 +663,7 @@ func reportWhy(row reportRow, image func(string) string, wide bool) string {
 	for _, r := range row.On {
 		if !r.CanRun && r.Blocking != "" {
 			b := r.Blocking
-			if b != blockedByOwnConstraints {
+			if b != blockedByOwnConstraints && !strings.HasPrefix(b, "ArchFilterPolicy ") {
 				b = image(b)
 			}
 			if !slices.Contains(blocking, b) {

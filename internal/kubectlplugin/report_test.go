@@ -18,6 +18,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/archfilter/archfilter/apis/annotations"
+	policyv1alpha1 "github.com/archfilter/archfilter/apis/policy/v1alpha1"
 	"github.com/archfilter/archfilter/internal/registrytest"
 	"github.com/archfilter/archfilter/pkg/platform"
 )
@@ -267,5 +268,39 @@ func TestNewerTagsNeeded(t *testing.T) {
 				t.Errorf("searched (-want,+got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestReportWhyNamesThePolicy: a node platform every image runs on but the
+// workload's ArchFilterPolicy does not allow is blocked by the policy, not by
+// the workload's own constraints (which it has none of).
+func TestReportWhyNamesThePolicy(t *testing.T) {
+	m := registrytest.NewMemory(t)
+	fx := pushFixtures(t, m)
+	t.Setenv("DOCKER_CONFIG", t.TempDir())
+	meta := metav1.ObjectMeta{Name: "web", Namespace: "shop"}
+	client := fake.NewClientset(
+		node("a1", "linux", "amd64"), node("r1", "linux", "arm64"),
+		&appsv1.Deployment{ObjectMeta: meta, Spec: appsv1.DeploymentSpec{Template: v1.PodTemplateSpec{Spec: podSpec(fx.multiRef)}}},
+	)
+	dc := testDecider(t)
+	lookup, errs := filePolicies([]*policyv1alpha1.ArchFilterPolicy{
+		{ObjectMeta: metav1.ObjectMeta{Name: "arm-only", Namespace: "shop"}, Spec: policyv1alpha1.ArchFilterPolicySpec{AllowedPlatforms: []string{"linux/arm64"}}},
+	}, "")
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	dc.policies = lookup
+	reg := &registryFlags{insecure: []string{fx.host}, timeout: 10 * time.Second}
+	v, err := buildReport(context.Background(), client, "shop", reg, dc, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var table strings.Builder
+	if err := printReport(&table, outputTable, v); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(table.String(), "ArchFilterPolicy shop/arm-only") || strings.Contains(table.String(), blockedByOwnConstraints) {
+		t.Errorf("want WHY to name ArchFilterPolicy shop/arm-only, not %q:\n%s", blockedByOwnConstraints, table.String())
 	}
 }

@@ -247,10 +247,7 @@ func retryTime(pod *v1.Pod, lookup Lookup) time.Time {
 // image that does not run there, the fallback platforms of failurePolicy Ignore,
 // or else the pod's own os/arch constraints. Memory only.
 func (s *Settings) Exclusion(pod *v1.Pod, d *Decision, lookup Lookup, node platform.NodePlatform) string {
-	np := node.String()
-	if node.WindowsBuild != "" {
-		np += " build " + node.WindowsBuild
-	}
+	np := node.Describe()
 	if d.Source == SourceAnnotation {
 		return fmt.Sprintf("its annotation %s excludes %s", annotations.Platforms, np)
 	}

@@ -173,7 +173,7 @@ func Find(s *decision.Settings, in Input) Report {
 	np, known := platform.FromNode(in.Node)
 	where := ""
 	if known {
-		where = nodePlatformString(np)
+		where = np.Describe()
 	}
 	j := judge{s: s, pod: pod, lookup: in.Lookup, node: np, where: where}
 	if known && (r.Skip == "" || r.Skip.ReadsImages()) {
@@ -184,13 +184,6 @@ func Find(s *decision.Settings, in Input) Report {
 		r.replacement, r.replacementWhy = j.replacement(&r, in.ClusterPlatforms)
 	}
 	return r
-}
-
-func nodePlatformString(np platform.NodePlatform) string {
-	if np.WindowsBuild != "" {
-		return np.String() + " build " + np.WindowsBuild
-	}
-	return np.String()
 }
 
 // judge holds what Find judges one pod with.

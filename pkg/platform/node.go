@@ -58,6 +58,15 @@ func (n NodePlatform) String() string {
 	return n.OS + "/" + n.Architecture
 }
 
+// Describe returns String with a Windows node's build, "windows/amd64 build
+// 10.0.17763", for messages that tell nodes of different builds apart.
+func (n NodePlatform) Describe() string {
+	if n.WindowsBuild != "" {
+		return n.String() + " build " + n.WindowsBuild
+	}
+	return n.String()
+}
+
 // DistinctNodePlatforms returns the distinct platforms of nodes, in the order
 // first seen, leaving out nodes that report none.
 func DistinctNodePlatforms(nodes []*v1.Node) []NodePlatform {

@@ -10,6 +10,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -277,11 +278,15 @@ func (pl *ArchFilter) explainOnce(pod *v1.Pod, rules *decision.Settings, d *deci
 	}
 }
 
-// maxExclusions bounds the node platforms an event explains.
+// maxExclusions bounds the causes an event explains, and the node platforms
+// it names for one cause.
 const maxExclusions = 4
 
-// exclusions says, for the platforms of snap's nodes that d does not allow (at
-// most maxExclusions), what excludes each; nil when d allows every node.
+// exclusions says, for the platforms of snap's nodes that d does not allow, what
+// excludes them: one line per cause, naming the platforms it excludes
+// ("container "main" (shop/api:v1) does not run on linux/arm64, linux/s390x"),
+// at most maxExclusions causes and platforms per cause; nil when d allows every
+// node.
 func exclusions(snap *platformSnapshot, rules *decision.Settings, pod *v1.Pod, d *decision.Decision, lookup decision.Lookup) []string {
 	if d.Platforms.IsAny() {
 		return nil
@@ -297,13 +302,45 @@ func exclusions(snap *platformSnapshot, rules *decision.Settings, pod *v1.Pod, d
 	slices.SortFunc(excluded, func(a, b platform.NodePlatform) int {
 		return cmp.Or(cmp.Compare(a.OS, b.OS), cmp.Compare(a.Architecture, b.Architecture), cmp.Compare(a.WindowsBuild, b.WindowsBuild))
 	})
-	var out []string
+	// Exclusion's sentences end with the platform they exclude: the same cause for
+	// several platforms is one line.
+	type cause struct {
+		text      string
+		platforms []string
+	}
+	var causes []*cause
+	byText := map[string]*cause{}
 	for _, np := range excluded {
-		if len(out) == maxExclusions {
-			out = append(out, fmt.Sprintf("and %d more platforms", len(excluded)-maxExclusions))
+		why, label := rules.Exclusion(pod, d, lookup, np), np.Describe()
+		text, ok := strings.CutSuffix(why, " "+label)
+		if !ok {
+			text, label = why, ""
+		}
+		c := byText[text]
+		if c == nil {
+			c = &cause{text: text}
+			byText[text] = c
+			causes = append(causes, c)
+		}
+		if label != "" {
+			c.platforms = append(c.platforms, label)
+		}
+	}
+	var out []string
+	for i, c := range causes {
+		if i == maxExclusions {
+			out = append(out, fmt.Sprintf("and %d more causes", len(causes)-maxExclusions))
 			break
 		}
-		out = append(out, rules.Exclusion(pod, d, lookup, np))
+		names := c.platforms
+		if len(names) > maxExclusions {
+			names = append(slices.Clip(names[:maxExclusions]), fmt.Sprintf("%d more", len(c.platforms)-maxExclusions))
+		}
+		if len(names) == 0 {
+			out = append(out, c.text)
+			continue
+		}
+		out = append(out, c.text+" "+strings.Join(names, ", "))
 	}
 	return out
 }

@@ -83,12 +83,10 @@ func TestFailedSchedulingIsShort(t *testing.T) {
 		wantExplained string
 	}{
 		{
-			name: "riscv64 only: every node, one clause",
-			pod:  makePod("riscv", imgRISCV).Obj(),
-			want: "0/6 nodes are available: 6 node(s) didn't match the platforms of the pod's images (linux/riscv64).",
-			wantExplained: explained("linux/riscv64", `container "con0" (`+imgRISCV+`) does not run on linux/amd64; `+
-				`container "con0" (`+imgRISCV+`) does not run on linux/arm64; `+
-				`container "con0" (`+imgRISCV+`) does not run on linux/s390x`),
+			name:          "riscv64 only: every node, one clause",
+			pod:           makePod("riscv", imgRISCV).Obj(),
+			want:          "0/6 nodes are available: 6 node(s) didn't match the platforms of the pod's images (linux/riscv64).",
+			wantExplained: explained("linux/riscv64", `container "con0" (`+imgRISCV+`) does not run on linux/amd64, linux/arm64, linux/s390x`),
 		},
 		{
 			name:   "the nodes of the pod's platforms are full",

@@ -114,7 +114,7 @@ func TestMessagesNameTheImage(t *testing.T) {
 		}
 	}
 	images := `Images of the pod run on linux/ppc64le; on the cluster's other nodes: container "c1" (` + ppcOnly + `) does not run on linux/amd64; container "c0" (` + amdOrPPC + `) does not run on linux/arm64`
-	declaredWant := `Images of the pod run on linux/ppc64le; on the cluster's other nodes: its annotation archfilter.io/platforms excludes linux/amd64; its annotation archfilter.io/platforms excludes linux/arm64`
+	declaredWant := `Images of the pod run on linux/ppc64le; on the cluster's other nodes: its annotation archfilter.io/platforms excludes linux/amd64, linux/arm64`
 	for name, want := range map[string]string{"ppc": images, "ppc-cached": images, "ppc-declared": declaredWant} {
 		var evs []string
 		c.eventually(name+"'s "+archfilter.EventResolved+" event", func(context.Context) (bool, error) {

@@ -92,6 +92,6 @@ log "demo done in $(since "$start"). The cluster is still up; try kubectl archfi
 info "export KUBECONFIG=$kubeconfig PATH=$ROOT/bin:\$PATH   # kubectl runs bin/kubectl-archfilter as \`kubectl archfilter\`"
 info "kubectl archfilter why -n archfilter-demo $pod"
 info "kubectl archfilter report -n archfilter-demo"
-info "kubectl -n archfilter-demo get pods -o wide   # no kubectl? eval "$(make -s tool-paths)" builds one; then use $KUBECTL_BIN"
+info 'kubectl -n archfilter-demo get pods -o wide   # no kubectl? eval "$(make -s tool-paths)" builds one, then use $KUBECTL_BIN'
 info "scheduler logs: $KWOKCTL_BIN --name $CLUSTER_NAME logs kube-scheduler; $STATE/secondary/"
 info "make demo-down removes the cluster and the registries"

@@ -8,6 +8,7 @@ import (
 	"os"
 
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/textlogger"
 
@@ -19,6 +20,9 @@ func main() {
 	// parsed; until then (flag errors, shell completion) nothing it logs reaches the
 	// terminal, where only the command's own errors belong.
 	klog.SetLogger(textlogger.NewLogger(textlogger.NewConfig(textlogger.Output(io.Discard))))
+	// The API server's warnings (a deprecated API, a policy's warn mode) are not
+	// klog's to hide: they go to stderr, each once, as kubectl prints them.
+	rest.SetDefaultWarningHandler(rest.NewWarningWriter(os.Stderr, rest.WarningWriterOptions{Deduplicate: true}))
 	streams := genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}
 	err := kubectlplugin.NewCommand(streams).Execute()
 	if err != nil && err.Error() != "" {

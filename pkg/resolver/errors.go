@@ -39,6 +39,11 @@ type Error struct {
 
 func (e *Error) Error() string {
 	msg := fmt.Sprintf("resolving image %q on registry %s with %s credentials: %s", e.Image, e.Registry, e.CredentialSource, e.Reason)
+	if e.Reason == ReasonInvalidReference {
+		// Nothing was asked of any registry, with any credentials: the reference
+		// did not parse (and may name no registry at all).
+		msg = fmt.Sprintf("resolving image %q: %s", e.Image, e.Reason)
+	}
 	if e.StatusCode != 0 {
 		msg += fmt.Sprintf(" (HTTP %d)", e.StatusCode)
 	}

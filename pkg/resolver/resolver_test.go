@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -254,6 +256,9 @@ func TestInvalidReferenceMakesNoRequest(t *testing.T) {
 			res := r.Resolve(testContext(t), Request{Image: tc.image})
 			if ReasonOf(res.Err) != tc.want {
 				t.Errorf("Resolve(%q): %v, want %s", tc.image, res.Err, tc.want)
+			}
+			if res.Err != nil && tc.want == ReasonInvalidReference && (strings.Contains(res.Err.Error(), "on registry") || !strings.Contains(res.Err.Error(), strconv.Quote(tc.image))) {
+				t.Errorf("Resolve(%q): %q, want the reference and no registry (none was asked)", tc.image, res.Err.Error())
 			}
 			if got, found := r.Lookup(Request{Image: tc.image}); !found || ReasonOf(got.Err) != tc.want {
 				t.Errorf("Lookup(%q) = %v, %v; want %s", tc.image, got.Err, found, tc.want)

@@ -279,11 +279,15 @@ var secretWatchers = map[string]func(ctx context.Context, cs clientset.Interface
 		if err := inf.SetTransform(dropOtherSecretsData); err != nil {
 			return nil, nil, err
 		}
-		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: func(any) { received.Add(1) }}); err != nil {
+		reg, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: func(any) { received.Add(1) }})
+		if err != nil {
 			return nil, nil, err
 		}
 		f.Start(ctx.Done())
-		return inf.HasSynced, received.Load, nil
+		// The registration's HasSynced, not the informer's: the informer has synced when
+		// its store holds the initial list, the handler only once it has been handed
+		// every object of it (it runs behind, and the count is the handler's).
+		return reg.HasSynced, received.Load, nil
 	},
 	"store": func(ctx context.Context, cs clientset.Interface, namespaces []string) (func() bool, func() int64, error) {
 		f := informers.NewSharedInformerFactory(cs, 0)

@@ -146,7 +146,7 @@ release: ## VERSION=vX.Y.Z IMAGE=registry/name: the images (make image: both fla
 
 # What make test runs, in this order: each is a stage of the table it prints
 # at the end (hack/stage.sh: wall time, CPU, result, tools cached or built).
-TEST_STAGES    := test-unit-main test-unit-k8s1.35 verify test-race test-integration test-chart \
+TEST_STAGES    := test-unit-main test-unit-k8s1.35 verify test-race test-fuzz test-integration test-chart \
 	e2e e2e-faults e2e-node e2e-karpenter test-readme bench-smoke
 
 # Every stage runs, even after one fails; the table is printed either way and
@@ -158,7 +158,7 @@ TEST_STAGES    := test-unit-main test-unit-k8s1.35 verify test-race test-integra
 test: ## What CI runs: unit tests, verify, the race detector, integration (in-process control plane, real binaries), the Helm chart, e2e on local KWOK clusters and on a real node, Karpenter creating nodes (mode off and on), README's commands, benchmark smoke; then a table of what each stage cost.
 	@MAKE="$(MAKE)" hack/stage.sh all $(TEST_STAGES) -- TRIMPATH= GOTESTVET=-vet=off
 
-UNIT_PKGS      := ./apis/... ./cmd/... ./internal/... ./pkg/... ./hack/image/... ./hack/sbom/...
+UNIT_PKGS      := ./apis/... ./cmd/... ./internal/... ./pkg/... ./hack/image/... ./hack/sbom/... ./hack/fuzz/...
 # The benchmark report's parsing, targets and smoke gates; not test/perf itself,
 # whose benchmarks are make bench's and bench-smoke's.
 UNIT_PKGS      += ./test/perf/benchreport/... ./test/perf/report/...
@@ -195,6 +195,16 @@ test-race: ## Race detector on the packages with concurrency (main line).
 	# Keeps go test's vet under make test too: go vet in make verify does not
 	# see the files only -race builds (//go:build race).
 	CGO_ENABLED=1 $(GO) test -race $(GOTESTFLAGS) $(RACE_PKGS)
+
+# Every fuzz target for a few seconds (FUZZTIME, 5s): the unit stage replays their seeds,
+# this mutates them. make fuzz runs them for minutes (docs/reliability.md#bad-input).
+.PHONY: test-fuzz
+test-fuzz: ## Every Go fuzz target briefly (FUZZTIME=5s each; hack/fuzz/fuzz.sh --smoke).
+	hack/fuzz/fuzz.sh --smoke
+
+.PHONY: fuzz
+fuzz: ## Every Go fuzz target for FUZZTIME (5m) each, FUZZ_TARGETS=regexp to choose; writes docs/reliability.md's bad-input table.
+	hack/fuzz/fuzz.sh --doc
 
 .PHONY: test-integration
 test-integration: build ## Integration tests of both flavours: the real binaries, control planes and registries.

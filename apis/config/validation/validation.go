@@ -5,7 +5,6 @@ package validation
 import (
 	"fmt"
 	"net"
-	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -18,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/archfilter/archfilter/apis/config"
+	"github.com/archfilter/archfilter/pkg/hostglob"
 	"github.com/archfilter/archfilter/pkg/platform"
 )
 
@@ -204,16 +204,8 @@ func ValidateRegistryHost(host string) error {
 func validateHostGlobs(p *field.Path, globs []string) field.ErrorList {
 	var errs field.ErrorList
 	for i, g := range globs {
-		if g == "" {
-			errs = append(errs, field.Invalid(p.Index(i), g, "must not be empty"))
-			continue
-		}
-		if strings.ContainsAny(g, "/ ") {
-			errs = append(errs, field.Invalid(p.Index(i), g, "must be a host[:port] pattern without scheme or path"))
-			continue
-		}
-		if _, err := path.Match(g, ""); err != nil {
-			errs = append(errs, field.Invalid(p.Index(i), g, fmt.Sprintf("malformed glob: %v", err)))
+		if err := hostglob.Validate(g); err != nil {
+			errs = append(errs, field.Invalid(p.Index(i), g, err.Error()))
 		}
 	}
 	return errs

@@ -5,10 +5,11 @@ import (
 	"net"
 	"net/netip"
 	"net/url"
-	"path"
 	"strings"
 
 	"k8s.io/kubernetes/pkg/credentialprovider"
+
+	"github.com/archfilter/archfilter/pkg/hostglob"
 )
 
 // dockerHubHosts are the names Docker Hub is reached by. Images say
@@ -48,11 +49,8 @@ func newHostPolicy(allowed, denied []string) (hostPolicy, error) {
 		globs []string
 	}{{"allowedRegistries", allowed}, {"deniedRegistries", denied}} {
 		for i, g := range list.globs {
-			if g == "" || strings.ContainsAny(g, "/ ") {
-				return p, fmt.Errorf("%s[%d]: %q must be a host[:port] glob without scheme or path", list.field, i, g)
-			}
-			if _, err := path.Match(strings.ToLower(g), ""); err != nil {
-				return p, fmt.Errorf("%s[%d]: malformed glob %q: %w", list.field, i, g, err)
+			if err := hostglob.Validate(g); err != nil {
+				return p, fmt.Errorf("%s[%d]: %q: %w", list.field, i, g, err)
 			}
 		}
 	}

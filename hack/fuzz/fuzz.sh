@@ -9,7 +9,10 @@
 #   FUZZTIME      how long each target runs: a duration (5m, the default; --smoke: 5s)
 #                 or Nx executions, as go test -fuzztime takes it
 #   FUZZ_TARGETS  a regular expression: only the targets whose name matches (FuzzFind|FuzzIdentify)
-#   FUZZ_PARALLEL fuzzing processes per target (go test -parallel; default: every core)
+#   FUZZ_PARALLEL fuzzing processes per target (go test -parallel; default: every core
+#                 divided among FUZZ_JOBS)
+#   FUZZ_JOBS     targets fuzzed at the same time (1); FUZZ_JOBS=2 FUZZ_PARALLEL=1 halves
+#                 the wall time of make fuzz on two cores for the same executions
 #   FUZZ_OUT      where the logs and results.tsv go (.cache/fuzz/<UTC time>)
 #
 # The targets are found, not listed: every func Fuzz* in a _test.go file of the main
@@ -42,7 +45,8 @@ else
   FUZZTIME=${FUZZTIME:-5m}
 fi
 FUZZ_TARGETS=${FUZZ_TARGETS:-.}
-FUZZ_PARALLEL=${FUZZ_PARALLEL:-$(nproc)}
+FUZZ_JOBS=${FUZZ_JOBS:-1}
+FUZZ_PARALLEL=${FUZZ_PARALLEL:-$(( $(nproc) / FUZZ_JOBS > 0 ? $(nproc) / FUZZ_JOBS : 1 ))}
 FUZZ_OUT=${FUZZ_OUT:-$ARCHFILTER_CACHE/fuzz/$(date -u +%Y%m%dT%H%M%SZ)}
 mkdir -p "$FUZZ_OUT"
 RESULTS=$FUZZ_OUT/results.tsv
@@ -56,22 +60,21 @@ mapfile -t TARGETS < <(
 )
 ((${#TARGETS[@]})) || die "no fuzz target matches FUZZ_TARGETS=$FUZZ_TARGETS"
 
-log "${#TARGETS[@]} fuzz target(s), $FUZZTIME each, $FUZZ_PARALLEL process(es); logs in $FUZZ_OUT"
+log "${#TARGETS[@]} fuzz target(s), $FUZZTIME each, $FUZZ_JOBS at a time, $FUZZ_PARALLEL process(es) each; logs in $FUZZ_OUT"
 {
-  printf '# fuzztime=%s parallel=%s commit=%s go=%s date=%s\n' "$FUZZTIME" "$FUZZ_PARALLEL" \
+  printf '# fuzztime=%s parallel=%s jobs=%s commit=%s go=%s date=%s\n' "$FUZZTIME" "$FUZZ_PARALLEL" "$FUZZ_JOBS" \
     "$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- apis cmd internal pkg || echo -dirty)" \
     "$(go env GOVERSION)" "$(date -u '+%Y-%m-%d %H:%M UTC')"
   printf 'package\ttarget\tseconds\texecs\tresult\tinput\n'
 } >"$RESULTS"
 
-FAILED=()
-for row in "${TARGETS[@]}"; do
-  dir=${row%%$'\t'*}
-  name=${row##*$'\t'}
-  logfile=$FUZZ_OUT/${dir//\//_}.$name.log
+# fuzz_one DIR NAME: one target; writes its results row to $FUZZ_OUT/rows/DIR.NAME.
+fuzz_one() {
+  local dir=$1 name=$2 id=${1//\//_}.$2
+  local logfile=$FUZZ_OUT/$id.log start result=ok secs execs input
   start=$(date +%s)
-  result=ok
   # -run '^$': only the fuzzer (the package's tests ran in the unit stage).
+  # shellcheck disable=SC2086 # GOTESTVET is empty or one flag
   if ! $NICE go test ${GOTESTVET:-} -run '^$' -fuzz "^${name}\$" -fuzztime "$FUZZTIME" \
     -parallel "$FUZZ_PARALLEL" "./$dir" >"$logfile" 2>&1; then
     result=FAIL
@@ -81,14 +84,29 @@ for row in "${TARGETS[@]}"; do
   execs=$(sed -n 's/^fuzz: elapsed: [^,]*, execs: \([0-9]*\).*/\1/p' "$logfile" | tail -1)
   input=$(sed -n 's/^ *Failing input written to \(.*\)$/\1/p' "$logfile" | tail -1)
   printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$dir" "$name" "$secs" "${execs:-0}" "$result" \
-    "${input:+$dir/$input}" >>"$RESULTS"
+    "${input:+$dir/$input}" >"$FUZZ_OUT/rows/$id"
   if [[ $result == ok ]]; then
-    info "$(printf '%-40s %-28s %12s execs  %4ss' "$dir" "$name" "${execs:-0}" "$secs")"
+    info "$(printf '%-32s %-24s %12s execs  %4ss' "$dir" "$name" "${execs:-0}" "$secs")"
   else
-    FAILED+=("$dir $name: ${input:+input $dir/$input; }log $logfile")
     warn "$dir $name failed (${input:+input $dir/$input, }log $logfile):"
     grep -v '^fuzz: elapsed' "$logfile" | head -30 >&2 || true
   fi
+}
+
+mkdir -p "$FUZZ_OUT/rows"
+for row in "${TARGETS[@]}"; do
+  while (($(jobs -rp | wc -l) >= FUZZ_JOBS)); do wait -n || true; done
+  fuzz_one "${row%%$'\t'*}" "${row##*$'\t'}" &
+done
+wait
+
+FAILED=()
+for row in "${TARGETS[@]}"; do
+  id=${row%%$'\t'*}
+  id=${id//\//_}.${row##*$'\t'}
+  IFS=$'\t' read -r dir name _ _ result input <"$FUZZ_OUT/rows/$id"
+  cat "$FUZZ_OUT/rows/$id" >>"$RESULTS"
+  [[ $result == ok ]] || FAILED+=("$dir $name: ${input:+input $input; }log $FUZZ_OUT/$id.log")
 done
 
 if $DOC; then

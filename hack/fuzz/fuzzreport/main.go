@@ -149,8 +149,12 @@ func readResults(path string) (*run, error) {
 // table renders the section between the markers.
 func table(targets []target, r *run) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Run: `make fuzz` with FUZZTIME=%s and %s fuzzing process(es) per target, commit %s, %s, %s.\n\n",
-		r.settings["fuzztime"], r.settings["parallel"], r.settings["commit"], r.settings["go"], r.settings["date"])
+	jobs := ""
+	if j := r.settings["jobs"]; j != "" && j != "1" {
+		jobs = ", " + j + " targets at a time"
+	}
+	fmt.Fprintf(&b, "Run: `make fuzz` with FUZZTIME=%s and %s fuzzing process(es) per target%s, commit %s, %s, %s.\n\n",
+		r.settings["fuzztime"], r.settings["parallel"], jobs, r.settings["commit"], r.settings["go"], r.settings["date"])
 	b.WriteString("| target | untrusted input | checks besides \"no panic\" | executions (time) | crashers found and fixed |\n")
 	b.WriteString("|---|---|---|---|---|\n")
 	var total int64

@@ -150,10 +150,13 @@ func identifyPE(b []byte) (Header, error) {
 	if len(b) < 0x40 {
 		return Header{}, fmt.Errorf("DOS header truncated at %d bytes", len(b))
 	}
-	off := int(binary.LittleEndian.Uint32(b[0x3c:]))
-	if off < 0 || off+6 > len(b) {
-		return Header{}, fmt.Errorf("PE header at offset %d, beyond the first %d bytes read", off, len(b))
+	// The offset is the file's: compared as a uint64, as an int it would wrap on 32-bit
+	// platforms (0x7ffffffe + 6 is negative) and pass the bounds check.
+	off64 := uint64(binary.LittleEndian.Uint32(b[0x3c:]))
+	if off64+6 > uint64(len(b)) {
+		return Header{}, fmt.Errorf("PE header at offset %d, beyond the first %d bytes read", off64, len(b))
 	}
+	off := int(off64)
 	if !bytes.Equal(b[off:off+4], []byte("PE\x00\x00")) {
 		// A DOS program, or something else starting with MZ.
 		return Header{Format: Unknown}, nil

@@ -3,6 +3,7 @@ package exechdr_test
 import (
 	"debug/macho"
 	"debug/pe"
+	"encoding/binary"
 	"os"
 	"runtime"
 	"testing"
@@ -62,10 +63,14 @@ func TestIdentify(t *testing.T) {
 
 func TestIdentifyErrors(t *testing.T) {
 	farPE := exechdrtest.PE(pe.IMAGE_FILE_MACHINE_AMD64)[:0x40]
+	// An offset that wraps an int on 32-bit platforms (it panicked there).
+	wrapPE := append(append([]byte{}, farPE...), make([]byte, 8)...)
+	binary.LittleEndian.PutUint32(wrapPE[0x3c:], 0x7ffffffe)
 	for name, prefix := range map[string][]byte{
 		"truncated ELF":      exechdrtest.ELF("amd64")[:10],
 		"ELF bad byte order": append(append([]byte{}, exechdrtest.ELF("amd64")[:5]...), make([]byte, 20)...),
 		"PE beyond prefix":   farPE,
+		"PE offset wraps":    wrapPE,
 		"empty #! line":      []byte("#!\n"),
 	} {
 		if h, err := exechdr.Identify(prefix); err == nil {

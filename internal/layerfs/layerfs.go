@@ -31,6 +31,10 @@ const (
 	DefaultMaxHops = 16
 	// uncompressedFactor bounds what a layer decompresses to, against archive bombs.
 	uncompressedFactor = 16
+	// maxZstdWindow is the largest zstd window a layer may declare: what zstd itself
+	// decompresses without --memory (window log 27, as --long writes), so every layer a
+	// zstd tool writes by default.
+	maxZstdWindow = 128 << 20
 )
 
 // PrefixSize is how much of a found file is kept.
@@ -38,7 +42,8 @@ const PrefixSize = 4096
 
 // Layer is one layer of an image.
 type Layer struct {
-	// Digest and Size are the descriptor's: Size is checked before anything is read.
+	// Digest and Size are the descriptor's: Size is checked against the limits before
+	// anything is read, and no more than Size bytes are read.
 	Digest string
 	Size   int64
 	// Open returns the layer's blob (gzip, zstd or plain tar, told by its first bytes).
@@ -248,7 +253,10 @@ func (fs *FS) scanLayer(ctx context.Context, l int, cands []*candidate, winner f
 		return fmt.Errorf("layer %d (%s): %w", l, layer.Digest, err)
 	}
 	defer rc.Close()
-	counted := &countingReader{r: io.LimitReader(rc, fs.opts.MaxLayerBytes+1)}
+	// The descriptor's size, checked against both limits above, is all that is read: the
+	// blob is not verified against its digest, so bytes a registry sends past that size
+	// are not the blob the manifest names, and reading them would break the limits.
+	counted := &countingReader{r: io.LimitReader(rc, max(layer.Size, 0))}
 	defer func() { fs.read += counted.n }()
 	tr, closeTar, err := tarReader(counted, fs.opts.MaxLayerBytes*uncompressedFactor)
 	if err != nil {
@@ -261,8 +269,8 @@ func (fs *FS) scanLayer(ctx context.Context, l int, cands []*candidate, winner f
 			return nil
 		}
 		if err != nil {
-			if counted.n > layer.Size && counted.n > fs.opts.MaxLayerBytes {
-				return &LayerTooLargeError{Index: l, Digest: layer.Digest, Size: counted.n, Limit: fs.opts.MaxLayerBytes, LimitReached: "layer"}
+			if errors.Is(err, io.ErrUnexpectedEOF) && counted.n == layer.Size {
+				return fmt.Errorf("layer %d (%s): reading the archive: cut at the descriptor's size, %d bytes: %w", l, layer.Digest, layer.Size, err)
 			}
 			return fmt.Errorf("layer %d (%s): reading the archive: %w", l, layer.Digest, err)
 		}
@@ -381,7 +389,13 @@ func tarReader(r io.Reader, maxUncompressed int64) (*tar.Reader, func(), error) 
 		}
 		dec, closeFn = gz, func() { _ = gz.Close() }
 	case bytes.Equal(magic, []byte{0x28, 0xb5, 0x2f, 0xfd}):
-		zr, err := zstd.NewReader(br, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(256<<20))
+		// The decoder allocates the window a frame declares (and 1 MiB) before the first
+		// block: a 20-byte frame would cost up to its window in memory. No match reaches
+		// further back than what the layer may decompress to, so that bounds the window
+		// too (a single-segment frame's window is its content size: MaxMemory).
+		window := uint64(min(max(maxUncompressed, zstd.MinWindowSize), maxZstdWindow))
+		zr, err := zstd.NewReader(br, zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true),
+			zstd.WithDecoderMaxWindow(window), zstd.WithDecoderMaxMemory(window))
 		if err != nil {
 			return nil, nil, err
 		}

@@ -6,18 +6,21 @@ import (
 	"compress/gzip"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
 
 	"github.com/klauspost/compress/zstd"
+
+	"github.com/archfilter/archfilter/internal/fuzzcheck"
 )
 
 // entry is one tar entry: "name" a file with body, "name/" a directory, "name -> target"
 // a symlink, "name => target" a hard link.
 type entry struct{ spec, body string }
 
-func tarOf(t *testing.T, entries ...entry) []byte {
+func tarOf(t testing.TB, entries ...entry) []byte {
 	t.Helper()
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
@@ -48,7 +51,7 @@ func tarOf(t *testing.T, entries ...entry) []byte {
 	return buf.Bytes()
 }
 
-func gzipped(t *testing.T, b []byte) []byte {
+func gzipped(t testing.TB, b []byte) []byte {
 	t.Helper()
 	var buf bytes.Buffer
 	zw := gzip.NewWriter(&buf)
@@ -155,7 +158,7 @@ func TestFindLimits(t *testing.T) {
 		t.Errorf("got %v (opened %v); want layer 1 refused unopened", err, opened)
 	}
 
-	// A layer larger than it claims stops at the limit.
+	// A layer larger than it claims is read up to its descriptor's size.
 	liar := gzipped(t, tarOf(t, entry{"pad", strings.Repeat("y", 64<<10)}, entry{"bin/sh", "sh"}))
 	layers, _ = stack(liar)
 	layers[0].Size = 100
@@ -199,5 +202,79 @@ func TestFindHardLinkBehindPendingCandidate(t *testing.T) {
 	f, err := New(layers, Options{}).Find(context.Background(), "/usr/local/bin/tool", "/usr/bin/tool")
 	if err != nil || string(f.Prefix) != "new" || f.Layer != 2 || f.Path != "/usr/bin/tool" {
 		t.Errorf("got %+v, %v; want /usr/bin/tool -> /opt/real from layer 2", f, err)
+	}
+}
+
+// TestFindReadsTheDescriptorsSize: a registry that sends more than the descriptor's size
+// is read up to that size, and no further: the limits, checked against the size, hold
+// (FuzzFind's seed of two lying layers read 564 bytes under a 532-byte MaxTotalBytes), and
+// they refuse, never change an answer (a plain tar cut at a block boundary by the layer
+// limit, when the limit was read past the size, was taken as the whole layer: "not found"
+// under a 1023-byte MaxLayerBytes, the file under the default).
+func TestFindReadsTheDescriptorsSize(t *testing.T) {
+	blob := tarOf(t, entry{"a", "x"}, entry{"bin/sh", "sh"})
+	for _, size := range []int64{0, 1024, 2048, int64(len(blob))} {
+		var answers []string
+		for _, opts := range []Options{{MaxLayerBytes: 1023}, {MaxLayerBytes: 2048, MaxTotalBytes: 1100}, {}} {
+			layers, _ := stack(blob)
+			layers[0].Size = size
+			fs := New(layers, opts)
+			f, err := fs.Find(context.Background(), "/bin/sh")
+			if read := fs.BytesRead(); read > size || read > fs.opts.MaxTotalBytes {
+				t.Errorf("size %d, %+v: read %d bytes", size, opts, read)
+			}
+			var tooLarge *LayerTooLargeError
+			if !errors.As(err, &tooLarge) {
+				answers = append(answers, fmt.Sprintf("%q %v", f.Prefix, err))
+			}
+		}
+		for _, a := range answers[1:] {
+			if a != answers[0] {
+				t.Errorf("size %d: the limits changed the answer: %q", size, answers)
+			}
+		}
+	}
+}
+
+// zstdFrame is content in one raw block of a zstd frame whose header declares a window
+// (window log 10 + windowLog/8): no content size, as a stream writes it.
+func zstdFrame(windowByte byte, content []byte) []byte {
+	b := []byte{0x28, 0xb5, 0x2f, 0xfd, 0x00, windowByte}
+	h := len(content)<<3 | 1 // raw, last block
+	return append(append(b, byte(h), byte(h>>8), byte(h>>16)), content...)
+}
+
+// TestFindZstdWindow: the zstd decoder allocates the window a frame declares before it
+// decodes anything; a window larger than the layer may decompress to, or than zstd's own
+// default limit, is refused before it costs memory (a 20-byte layer declaring 256 MiB took
+// 257 MiB, FuzzFind's zstd-long-window seed 258 MiB).
+func TestFindZstdWindow(t *testing.T) {
+	content := tarOf(t, entry{"bin/sh", "zstd"})
+	for _, tc := range []struct {
+		name   string
+		window byte
+		opts   Options
+		err    string
+	}{
+		{"8 MiB window, 16 MiB may be decompressed", 13 << 3, Options{MaxLayerBytes: 1 << 20}, ""},
+		{"8 MiB window, 1 MiB may be decompressed", 13 << 3, Options{MaxLayerBytes: 64 << 10}, "window size exceeded"},
+		{"256 MiB window", 18 << 3, Options{}, "window size exceeded"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			layers, _ := stack(zstdFrame(tc.window, content))
+			var (
+				f   File
+				err error
+			)
+			fuzzcheck.Within(t, "Find", fuzzcheck.Limits{Alloc: 10 * fuzzcheck.MiB}, func() {
+				f, err = New(layers, tc.opts).Find(context.Background(), "/bin/sh")
+			})
+			if tc.err == "" && (err != nil || string(f.Prefix) != "zstd") {
+				t.Errorf("got %q, %v; want the file", f.Prefix, err)
+			}
+			if tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)) {
+				t.Errorf("got %q, %v; want an error containing %q", f.Prefix, err, tc.err)
+			}
+		})
 	}
 }

@@ -338,32 +338,31 @@ func FuzzFind(f *testing.F) {
 	for _, s := range fuzzSeeds(f) {
 		f.Add(s.data, s.name, s.wrap, s.sizes, s.limits)
 	}
-	f.Fuzz(fuzzFindBody)
+	f.Fuzz(fuzzFind)
 }
 
-func fuzzFindBody(t *testing.T, data []byte, name string, wrap, sizes uint8, limits uint32) {
-	{
-		blobs := fuzzBlobs(data, wrap)
-		opts := fuzzOptions(limits, blobs)
-		got := fuzzLookups(t, newFakeRegistry(blobs, sizes, opts), opts, name, nil)
-		// Again on a new FS: the same answers, each Find within findAlloc of the layers
-		// it opened the first time.
-		again := fuzzLookups(t, newFakeRegistry(blobs, sizes, opts), opts, name, got)
-		if !slices.EqualFunc(got, again, lookup.same) {
-			t.Fatalf("two runs on the same image differ:\n%+v\n%+v", got, again)
-		}
+// fuzzFind is FuzzFind's body.
+func fuzzFind(t *testing.T, data []byte, name string, wrap, sizes uint8, limits uint32) {
+	blobs := fuzzBlobs(data, wrap)
+	opts := fuzzOptions(limits, blobs)
+	got := fuzzLookups(t, newFakeRegistry(blobs, sizes, opts), opts, name, nil)
+	// Again on a new FS: the same answers, each Find within findAlloc of the layers
+	// it opened the first time.
+	again := fuzzLookups(t, newFakeRegistry(blobs, sizes, opts), opts, name, got)
+	if !slices.EqualFunc(got, again, lookup.same) {
+		t.Fatalf("two runs on the same image differ:\n%+v\n%+v", got, again)
+	}
 
-		// The same image, the same lies, under limits no fuzz input reaches (it is far
-		// smaller than 16 MiB; what it decompresses to under the input's limits, too).
-		if !got[0].definite() {
-			return
-		}
-		free := Options{MaxLayerBytes: 16 << 20, MaxHops: opts.MaxHops}
-		ref := lookup{candidates: got[0].candidates}
-		ref.file, ref.err = New(newFakeRegistry(blobs, sizes, free).Layers(), free).Find(context.Background(), ref.candidates...)
-		if !ref.same(got[0]) {
-			t.Fatalf("limits changed an answer: under %+v: %+v, %v; under %+v: %+v, %v", opts, got[0].file, got[0].err, free, ref.file, ref.err)
-		}
+	// The same image, the same lies, under limits no fuzz input reaches (it is far
+	// smaller than 16 MiB; what it decompresses to under the input's limits, too).
+	if !got[0].definite() {
+		return
+	}
+	free := Options{MaxLayerBytes: 16 << 20, MaxHops: opts.MaxHops}
+	ref := lookup{candidates: got[0].candidates}
+	ref.file, ref.err = New(newFakeRegistry(blobs, sizes, free).Layers(), free).Find(context.Background(), ref.candidates...)
+	if !ref.same(got[0]) {
+		t.Fatalf("limits changed an answer: under %+v: %+v, %v; under %+v: %+v, %v", opts, got[0].file, got[0].err, free, ref.file, ref.err)
 	}
 }
 

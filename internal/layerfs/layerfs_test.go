@@ -163,7 +163,13 @@ func TestFindLimits(t *testing.T) {
 	layers, _ = stack(liar)
 	layers[0].Size = 100
 	if _, err := New(layers, Options{MaxLayerBytes: 1000}).Find(ctx, "/bin/sh"); err == nil {
-		t.Errorf("a layer over the limit despite its descriptor was read")
+		t.Errorf("a layer larger than its descriptor: got no error")
+	}
+	short := gzipped(t, tarOf(t, entry{"pad", "y"}, entry{"bin/sh", "sh"}))
+	layers, _ = stack(short)
+	layers[0].Size = 40
+	if _, err := New(layers, Options{}).Find(ctx, "/bin/sh"); err == nil || !strings.Contains(err.Error(), "cut at the descriptor's size, 40 bytes") {
+		t.Errorf("a compressed layer cut at its descriptor's size: got %v", err)
 	}
 
 	// An archive bomb stops at the uncompressed limit.

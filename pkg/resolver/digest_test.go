@@ -66,6 +66,28 @@ func TestVerifyDigest(t *testing.T) {
 	}
 }
 
+// TestValidDigest: a digest read from a manifest goes into a request URL only when it is one
+// the runtime would accept (go-digest: a known algorithm, lower-case hex of its length).
+// FuzzManifestWalk found ":" requested as /manifests/:.
+func TestValidDigest(t *testing.T) {
+	body := []byte("x")
+	for _, d := range []string{digestOf("sha256", body), digestOf("sha384", body), digestOf("sha512", body)} {
+		if !validDigest(d) {
+			t.Errorf("validDigest(%q) = false, want true", d)
+		}
+	}
+	for _, d := range []string{
+		"", ":", "sha256:", "sha256", "x:y", "md5:" + strings.Repeat("0", 32),
+		"sha256:" + strings.Repeat("A", 64), "sha256:" + strings.Repeat("0", 63), "sha256:" + strings.Repeat("0", 65),
+		"sha512:" + strings.Repeat("0", 64), "sha256:../../" + strings.Repeat("0", 58), "sha256:%zz", "sha256:\x00",
+		"SHA256:" + strings.Repeat("0", 64), " sha256:" + strings.Repeat("0", 64), "sha256:" + strings.Repeat("0", 64) + "#",
+	} {
+		if validDigest(d) {
+			t.Errorf("validDigest(%q) = true, want false", d)
+		}
+	}
+}
+
 // TestResolveByDigestAlgorithm resolves images named by sha384 and sha512 digests end to
 // end against go-containerregistry's in-memory registry, which serves a manifest under
 // whatever identifier it was pushed to: the kubelet accepts such references

@@ -102,8 +102,21 @@ const localImageHost = "localhost"
 
 var errLocalImage = errors.New(`"localhost/" names an image built on the node; no registry can tell its platforms (declare them with the archfilter.io/platforms annotation)`)
 
+// maxReferenceLength bounds what parseName hands to the parser. No reference the kubelet
+// accepts is longer than 526 bytes: a name of at most 255 (distribution/reference's
+// NameTotalLengthMax, counted after "index.docker.io" is shortened to "docker.io", so 261
+// as written), ":" and a tag of at most 128, "@" and a sha512 digest of 135. A pod's image
+// has no length limit of its own, and the parser's cost on a refused one grows with it
+// (lower-casing, which turns each invalid UTF-8 byte into three, then the error quoting it
+// twice): about 40 bytes allocated per byte, and a cached error several times its size.
+const maxReferenceLength = 1024
+
 func parseName(image string) *imageRef {
 	ref := &imageRef{image: image}
+	if len(image) > maxReferenceLength {
+		ref.err = fmt.Errorf("invalid reference %q… (%d bytes): longer than any valid reference", image[:64], len(image))
+		return ref
+	}
 	named, err := reference.ParseNormalizedNamed(image)
 	if err != nil {
 		ref.err = fmt.Errorf("invalid reference %q: %w", image, err)

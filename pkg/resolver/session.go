@@ -12,6 +12,7 @@ import (
 	"hash"
 	"io"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -285,6 +286,38 @@ func readLimited(resp *http.Response, max int64, what string) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
+// validDigest reports whether digest, read from a manifest, is "algorithm:hex" for an
+// algorithm verifyDigest checks, with lower-case hex of that algorithm's length: what
+// go-digest, and so the container runtime, accepts. A manifest's digests go into request
+// URLs, so anything else must be refused before a request is made: text such as ":",
+// "sha256:../../x", "sha256:%zz" or a control character would name another path, fail to
+// parse as a URL, or draw a 400 or 404 from the registry, and fail as Unreachable or
+// NotFound instead of InvalidManifest.
+func validDigest(digest string) bool {
+	algorithm, encoded, _ := strings.Cut(digest, ":")
+	var n int
+	switch algorithm {
+	case "sha256":
+		n = sha256.Size * 2
+	case "sha384":
+		n = sha512.Size384 * 2
+	case "sha512":
+		n = sha512.Size * 2
+	default:
+		return false
+	}
+	if len(encoded) != n {
+		return false
+	}
+	for i := 0; i < len(encoded); i++ {
+		if c := encoded[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// isDigest tells a reference's digest from its tag; the parser has checked both.
 func isDigest(identifier string) bool {
 	for i := 0; i < len(identifier); i++ {
 		if identifier[i] == ':' {

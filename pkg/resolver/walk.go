@@ -175,7 +175,7 @@ func (w *walk) child(ctx context.Context, digest string, depth int) (found, erro
 	if f, ok := w.done[digest]; ok {
 		return f, nil
 	}
-	if !isDigest(digest) {
+	if !validDigest(digest) {
 		return found{}, invalidManifest("index entry with invalid digest %q", digest)
 	}
 	m, err := w.getManifest(ctx, digest)
@@ -211,7 +211,7 @@ func (w *walk) imageManifest(ctx context.Context, wm *wireManifest) (found, erro
 	if isArtifactManifest(wm) {
 		return found{none: true}, nil
 	}
-	if !isDigest(wm.Config.Digest) {
+	if !validDigest(wm.Config.Digest) {
 		return found{}, invalidManifest("config with invalid digest %q", wm.Config.Digest)
 	}
 	rctx, cancel := w.requestCtx(ctx)

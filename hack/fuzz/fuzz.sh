@@ -13,6 +13,8 @@
 #                 divided among FUZZ_JOBS)
 #   FUZZ_JOBS     targets fuzzed at the same time (1); FUZZ_JOBS=2 FUZZ_PARALLEL=1 halves
 #                 the wall time of make fuzz on two cores for the same executions
+#   FUZZ_MINIMIZE how long the fuzzer may shrink each new input (go test -fuzzminimizetime;
+#                 10s: go's default of 60s spends most of a short run shrinking, uncounted)
 #   FUZZ_OUT      where the logs and results.tsv go (.cache/fuzz/<UTC time>)
 #
 # The targets are found, not listed: every func Fuzz* in a _test.go file of the main
@@ -46,6 +48,7 @@ else
 fi
 FUZZ_TARGETS=${FUZZ_TARGETS:-.}
 FUZZ_JOBS=${FUZZ_JOBS:-1}
+FUZZ_MINIMIZE=${FUZZ_MINIMIZE:-10s}
 FUZZ_PARALLEL=${FUZZ_PARALLEL:-$(( $(nproc) / FUZZ_JOBS > 0 ? $(nproc) / FUZZ_JOBS : 1 ))}
 FUZZ_OUT=${FUZZ_OUT:-$ARCHFILTER_CACHE/fuzz/$(date -u +%Y%m%dT%H%M%SZ)}
 mkdir -p "$FUZZ_OUT"
@@ -76,7 +79,7 @@ fuzz_one() {
   # -run '^$': only the fuzzer (the package's tests ran in the unit stage).
   # shellcheck disable=SC2086 # GOTESTVET is empty or one flag
   if ! $NICE go test ${GOTESTVET:-} -run '^$' -fuzz "^${name}\$" -fuzztime "$FUZZTIME" \
-    -parallel "$FUZZ_PARALLEL" "./$dir" >"$logfile" 2>&1; then
+    -fuzzminimizetime "$FUZZ_MINIMIZE" -parallel "$FUZZ_PARALLEL" "./$dir" >"$logfile" 2>&1; then
     result=FAIL
   fi
   secs=$(($(date +%s) - start))

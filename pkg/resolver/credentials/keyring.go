@@ -9,7 +9,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"maps"
 	"net/url"
+	"slices"
 	"sort"
 	"strings"
 
@@ -41,6 +44,30 @@ func (k keyring) String() string {
 }
 
 func (k keyring) GoString() string { return k.String() }
+
+// Format prints the keyring as String does, whatever the verb: without it, a
+// verb String does not serve (%d, %t, a width with %v on the entries) would
+// print the entries' fields, passwords included.
+func (k keyring) Format(f fmt.State, verb rune) { formatRedacted(f, verb, k.String()) }
+
+// String shows an entry's key only, never its secret material. A lookup's
+// []entry prints element by element, so each entry redacts itself too.
+func (e entry) String() string { return "entry[" + e.key + "]" }
+
+func (e entry) GoString() string { return e.String() }
+
+// Format prints the entry as String does, whatever the verb.
+func (e entry) Format(f fmt.State, verb rune) { formatRedacted(f, verb, e.String()) }
+
+// formatRedacted prints s, the redacted form of a value, for any verb and flags:
+// %#v as s itself (GoString's), any other verb as that verb prints a string.
+func formatRedacted(f fmt.State, verb rune, s string) {
+	if verb == 'v' && f.Flag('#') {
+		_, _ = io.WriteString(f, s)
+		return
+	}
+	_, _ = fmt.Fprintf(f, fmt.FormatString(f, verb), s)
+}
 
 // dockerConfigJSON is the kubernetes.io/dockerconfigjson and config.json format.
 type dockerConfigJSON struct {
@@ -103,7 +130,12 @@ func notDockerConfig(err error) error {
 
 func newKeyring(auths map[string]authn.AuthConfig) keyring {
 	var k keyring
-	for loc, a := range auths {
+	// In the order of the locations, not the map's random one: several
+	// locations can normalise to one key ("registry.example.com",
+	// "https://registry.example.com/v1/"), and the stable sort below keeps
+	// theirs, so the same secret always offers its credentials in the same order.
+	for _, loc := range slices.Sorted(maps.Keys(auths)) {
+		a := auths[loc]
 		if a.Username == "" && a.Password == "" && a.IdentityToken == "" && a.RegistryToken == "" {
 			continue // e.g. an entry served by a credsStore, which we cannot run
 		}

@@ -226,7 +226,7 @@ func lintPlatforms(value string) *Finding {
 	default:
 		consequence = "names a variant no runtime knows"
 	}
-	f.Message = fmt.Sprintf("annotation %s %q: %s: %s", annotations.Platforms, value, consequence, platform.DescribeList(value))
+	f.Message = fmt.Sprintf("annotation %s %q: %s: %s", annotations.Platforms, value, consequence, platform.DescribeProblems(value, problems))
 	return f
 }
 

@@ -3,6 +3,8 @@
 // words are known: callers pass their own.
 package spelling
 
+import "unicode/utf8"
+
 // Nearest returns the candidate closest to word by optimal string alignment distance
 // (insertions, deletions, substitutions and swaps of two adjacent characters each
 // count 1: "platfroms" is 1 from "platforms", "arm46" 1 from "arm64"), the first one
@@ -10,13 +12,20 @@ package spelling
 // is near enough to be a slip of the keyboard: at most 1 edit for words of up to 4
 // characters, 2 for longer ones, and never the whole word.
 func Nearest(word string, candidates []string) (nearest string, ok bool) {
+	n := utf8.RuneCountInString(word)
 	limit := 2
-	if len([]rune(word)) <= 4 {
+	if n <= 4 {
 		limit = 1
 	}
 	best := limit + 1
 	for _, c := range candidates {
-		if d := Distance(word, c); d < best && d < len([]rune(c)) {
+		// The distance is at least the difference in length: a candidate that much
+		// shorter or longer is not near, and a long word (a value of any length in
+		// an annotation) costs no table against each candidate.
+		if diff := n - utf8.RuneCountInString(c); diff > limit || -diff > limit {
+			continue
+		}
+		if d := Distance(word, c); d < best && d < utf8.RuneCountInString(c) {
 			nearest, best = c, d
 		}
 	}

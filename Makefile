@@ -206,6 +206,10 @@ test-fuzz: ## Every Go fuzz target briefly (FUZZTIME=5s each; hack/fuzz/fuzz.sh 
 fuzz: ## Every Go fuzz target for FUZZTIME (5m) each, FUZZ_TARGETS=regexp to choose; writes docs/reliability.md's bad-input table.
 	hack/fuzz/fuzz.sh --doc
 
+.PHONY: fuzz-report
+fuzz-report: ## docs/reliability.md's bad-input table from earlier make fuzz runs (FUZZ_RUNS="dir1 dir2": each target's row from the last run that has it).
+	hack/fuzz/fuzz.sh --report=$(shell printf '%s/results.tsv,' $(FUZZ_RUNS) | sed 's/,$$//')
+
 .PHONY: test-integration
 test-integration: build ## Integration tests of both flavours: the real binaries, control planes and registries.
 	ARCHFILTER_SCHEDULER_BINARY=$(abspath $(BINARY)) ARCHFILTER_KUBE_VERSION=$(KUBE_VERSION) \

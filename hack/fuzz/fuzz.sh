@@ -4,6 +4,7 @@
 # docs/reliability.md from the run (hack/fuzz/fuzzreport).
 #
 #   hack/fuzz/fuzz.sh [--smoke] [--doc]
+#   hack/fuzz/fuzz.sh --report=RESULTS[,RESULTS...]   the table from earlier runs' results.tsv
 #
 # Settings (environment):
 #   FUZZTIME      how long each target runs: a duration (5m, the default; --smoke: 5s)
@@ -28,11 +29,13 @@ set -euo pipefail
 
 SMOKE=false
 DOC=false
+REPORT=
 for arg; do
   case $arg in
+    --report=*) REPORT=${arg#--report=} ;;
     --smoke) SMOKE=true ;;
     --doc) DOC=true ;;
-    *) echo "usage: hack/fuzz/fuzz.sh [--smoke] [--doc]" >&2; exit 2 ;;
+    *) echo "usage: hack/fuzz/fuzz.sh [--smoke] [--doc] | --report=RESULTS[,RESULTS...]" >&2; exit 2 ;;
   esac
 done
 
@@ -40,6 +43,12 @@ done
 # shellcheck source=hack/cluster/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../cluster/lib.sh"
 cd "$ROOT"
+
+if [[ -n $REPORT ]]; then
+  go run ./hack/fuzz/fuzzreport -results "$REPORT" -targets hack/fuzz/targets.tsv -doc docs/reliability.md
+  log "docs/reliability.md: the bad-input table from $REPORT"
+  exit 0
+fi
 
 if $SMOKE; then
   FUZZTIME=${FUZZTIME:-5s}

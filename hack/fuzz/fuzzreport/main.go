@@ -5,6 +5,9 @@
 //
 //	go run ./hack/fuzz/fuzzreport -results .cache/fuzz/<run>/results.tsv \
 //	    -targets hack/fuzz/targets.tsv -doc docs/reliability.md
+//
+// -results may name several runs, comma-separated (runs of FUZZ_TARGETS= parts): each
+// target's row comes from the last run that has it.
 package main
 
 import (
@@ -43,10 +46,11 @@ type result struct {
 type run struct {
 	settings map[string]string // fuzztime, parallel, commit, go, date
 	results  map[string]result // by package + "." + target
+	label    string            // "run A", when the table combines runs
 }
 
 func main() {
-	resultsPath := flag.String("results", "", "results.tsv of a hack/fuzz/fuzz.sh run")
+	resultsPath := flag.String("results", "", "results.tsv of a hack/fuzz/fuzz.sh run (comma-separated: several runs)")
 	targetsPath := flag.String("targets", "hack/fuzz/targets.tsv", "the targets' descriptions")
 	docPath := flag.String("doc", "docs/reliability.md", "the document whose table is replaced")
 	flag.Parse()
@@ -61,15 +65,19 @@ func write(resultsPath, targetsPath, docPath string) error {
 	if err != nil {
 		return err
 	}
-	r, err := readResults(resultsPath)
-	if err != nil {
-		return err
+	var runs []*run
+	for _, path := range strings.Split(resultsPath, ",") {
+		r, err := readResults(path)
+		if err != nil {
+			return err
+		}
+		runs = append(runs, r)
 	}
 	doc, err := os.ReadFile(docPath)
 	if err != nil {
 		return err
 	}
-	out, err := replaceTable(doc, table(targets, r))
+	out, err := replaceTable(doc, table(targets, runs))
 	if err != nil {
 		return fmt.Errorf("%s: %w", docPath, err)
 	}
@@ -146,25 +154,48 @@ func readResults(path string) (*run, error) {
 	return r, nil
 }
 
-// table renders the section between the markers.
-func table(targets []target, r *run) string {
+// table renders the section between the markers: each target's row from the last run
+// that has it.
+func table(targets []target, runs []*run) string {
 	var b strings.Builder
-	jobs := ""
-	if j := r.settings["jobs"]; j != "" && j != "1" {
-		jobs = ", " + j + " targets at a time"
+	for i, r := range runs {
+		if len(runs) > 1 {
+			r.label = fmt.Sprintf("run %c", 'A'+i)
+		}
+		jobs := ""
+		if j := r.settings["jobs"]; j != "" && j != "1" {
+			jobs = ", " + j + " targets at a time"
+		}
+		name := "Run"
+		if r.label != "" {
+			name = "Run " + r.label[len("run "):]
+		}
+		fmt.Fprintf(&b, "%s: `make fuzz` with FUZZTIME=%s and %s fuzzing process(es) per target%s, commit %s, %s, %s.\n",
+			name, r.settings["fuzztime"], r.settings["parallel"], jobs, r.settings["commit"], r.settings["go"], r.settings["date"])
 	}
-	fmt.Fprintf(&b, "Run: `make fuzz` with FUZZTIME=%s and %s fuzzing process(es) per target%s, commit %s, %s, %s.\n\n",
-		r.settings["fuzztime"], r.settings["parallel"], jobs, r.settings["commit"], r.settings["go"], r.settings["date"])
-	b.WriteString("| target | untrusted input | checks besides \"no panic\" | executions (time) | crashers found and fixed |\n")
+	b.WriteString("\n| target | untrusted input | checks besides \"no panic\" | executions (time) | crashers found and fixed |\n")
 	b.WriteString("|---|---|---|---|---|\n")
 	var total int64
 	for _, t := range targets {
 		ran := "not run"
-		if res, ok := r.results[t.pkg+"."+t.name]; ok {
-			total += res.execs
-			ran = fmt.Sprintf("%s (%s)", thousands(res.execs), duration(res.seconds))
+		for _, r := range runs {
+			res, ok := r.results[t.pkg+"."+t.name]
+			if !ok {
+				continue
+			}
+			ran = fmt.Sprintf("%s (%s", thousands(res.execs), duration(res.seconds))
+			if r.label != "" {
+				ran += ", " + r.label
+			}
+			ran += ")"
 			if !res.ok {
 				ran += ", **failed**: input `" + res.input + "`"
+			}
+		}
+		for i := len(runs) - 1; i >= 0; i-- {
+			if res, ok := runs[i].results[t.pkg+"."+t.name]; ok {
+				total += res.execs
+				break
 			}
 		}
 		fmt.Fprintf(&b, "| `%s` `%s` | %s | %s | %s | %s |\n", t.pkg, t.name, t.input, t.checks, ran, t.found)

@@ -90,6 +90,28 @@ func TestTable(t *testing.T) {
 		t.Errorf("the old table is still there:\n%s", got)
 	}
 
+	// Two runs: each row from the last run that has it, the runs named.
+	second := filepath.Join(dir, "second.tsv")
+	os.WriteFile(second, []byte("# fuzztime=5m parallel=1 jobs=2 commit=def5678 go=go1.27.3 date=2026-11-28 17:00 UTC\n"+
+		"package\ttarget\tseconds\texecs\tresult\tinput\n"+
+		"pkg/b\tFuzzB\t300\t5000\tok\t\n"), 0o644)
+	os.WriteFile(doc, []byte(beginMarker+"\n"+endMarker+"\n"), 0o644)
+	if err := write(results+","+second, targets, doc); err != nil {
+		t.Fatal(err)
+	}
+	got, _ = os.ReadFile(doc)
+	for _, want := range []string{
+		"Run A: `make fuzz` with FUZZTIME=5m and 2 fuzzing process(es) per target, commit abc1234",
+		"Run B: `make fuzz` with FUZZTIME=5m and 1 fuzzing process(es) per target, 2 targets at a time, commit def5678",
+		"| `pkg/a` `FuzzA` | things | round trip | 1 234 567 (5m01s, run A) | none |",
+		"| `pkg/b` `FuzzB` | other things | ≤ 1 MiB | 5 000 (5m00s, run B) | one: a loop, fixed |",
+		"3 targets, 1 239 567 executions in all.",
+	} {
+		if !strings.Contains(string(got), want) {
+			t.Errorf("combined document lacks %q:\n%s", want, got)
+		}
+	}
+
 	os.WriteFile(doc, []byte("# no markers\n"), 0o644)
 	if err := write(results, targets, doc); err == nil || !strings.Contains(err.Error(), "markers") {
 		t.Errorf("a document without markers: err = %v, want one naming the markers", err)

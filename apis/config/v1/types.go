@@ -59,8 +59,11 @@ type ArchFilterArgs struct {
 	// empty selects every namespace.
 	NamespaceSelector *metav1.LabelSelector `json:"namespaceSelector,omitempty"`
 	// ExcludedNamespaces are never filtered. Unset means kube-system, kube-public
-	// and kube-node-lease; an explicit empty list excludes nothing.
-	ExcludedNamespaces []string `json:"excludedNamespaces,omitempty"`
+	// and kube-node-lease; an explicit empty list excludes nothing. Not
+	// omitempty: the empty list must survive encoding (kube-scheduler's
+	// --write-config-to, its logged configuration), or it would read back as
+	// unset, the defaults.
+	ExcludedNamespaces []string `json:"excludedNamespaces"`
 	// PreferredPlatforms add a score to nodes of a platform, e.g. to prefer
 	// cheaper arm64 nodes for images that run anywhere.
 	PreferredPlatforms []PlatformPreference `json:"preferredPlatforms,omitempty"`
@@ -93,8 +96,9 @@ type PolicyArgs struct {
 	// preferredPlatforms, allowedPlatforms, failurePolicy, optOut. A policy
 	// setting another field reports it in its Overstepping condition and that
 	// field is ignored. Unset allows all four; an explicit empty list allows
-	// none.
-	AllowedOverrides []string `json:"allowedOverrides,omitempty"`
+	// none. Not omitempty, as ExcludedNamespaces: the empty list must survive
+	// encoding.
+	AllowedOverrides []string `json:"allowedOverrides"`
 }
 
 // FailurePolicy is Ignore or Fail.

@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	v1 "k8s.io/api/core/v1"
@@ -186,9 +187,17 @@ func isWorkload(r metav1.GroupVersionResource) bool {
 	return false
 }
 
+// truncate cuts s to maxWarning bytes, between characters: a character cut in
+// two would reach the client as a replacement character, and the warning as
+// more than maxWarning bytes (the response's JSON encoding writes the stray
+// byte as the three of U+FFFD).
 func truncate(s string) string {
 	if len(s) <= maxWarning {
 		return s
 	}
-	return s[:maxWarning-3] + "..."
+	cut := maxWarning - 3
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "..."
 }

@@ -118,6 +118,11 @@ func ReviewList(s string) []Problem {
 	for i, elem := range elems {
 		elem = strings.TrimSpace(elem)
 		if p, bad := reviewElement(elem); bad {
+			if out == nil {
+				// Room for every element left: a list of many problems (an annotation
+				// of 256 KiB of commas) is not copied over and over as it grows.
+				out = make([]Problem, 0, len(elems)-i)
+			}
 			p.Element, p.Index, p.whole = elem, i+1, len(elems) == 1
 			out = append(out, p)
 		}

@@ -9,7 +9,8 @@
 # Settings (environment):
 #   FUZZTIME      how long each target runs: a duration (5m, the default; --smoke: 5s)
 #                 or Nx executions, as go test -fuzztime takes it
-#   FUZZ_TARGETS  a regular expression: only the targets whose name matches (FuzzFind|FuzzIdentify)
+#   FUZZ_TARGETS  a regular expression: only the targets whose name it matches, unanchored
+#                 as go test -run's (FuzzFind|FuzzIdentify; ^FuzzParse$ for that one alone)
 #   FUZZ_PARALLEL fuzzing processes per target (go test -parallel; default: every core
 #                 divided among FUZZ_JOBS)
 #   FUZZ_JOBS     targets fuzzed at the same time (1); FUZZ_JOBS=2 FUZZ_PARALLEL=1 halves
@@ -68,7 +69,7 @@ RESULTS=$FUZZ_OUT/results.tsv
 mapfile -t TARGETS < <(
   grep -rHo --include='*_test.go' '^func Fuzz[A-Za-z0-9_]*(' apis cmd internal pkg |
     sed -E 's#^(.*)/[^/]*_test\.go:func (Fuzz[A-Za-z0-9_]*)\($#\1\t\2#' |
-    grep -E "	(${FUZZ_TARGETS})\$" | sort -u
+    awk -F'\t' -v re="$FUZZ_TARGETS" '$2 ~ re' | sort -u
 )
 ((${#TARGETS[@]})) || die "no fuzz target matches FUZZ_TARGETS=$FUZZ_TARGETS"
 

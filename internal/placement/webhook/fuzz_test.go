@@ -1,10 +1,7 @@
 package webhook
 
 import (
-	"bytes"
 	"encoding/json"
-	"net/http"
-	"net/http/httptest"
 	"reflect"
 	"strings"
 	"testing"
@@ -22,8 +19,7 @@ import (
 
 	"github.com/archfilter/archfilter/apis/annotations"
 	"github.com/archfilter/archfilter/apis/config"
-	"github.com/archfilter/archfilter/internal/fuzzcheck"
-	"github.com/archfilter/archfilter/internal/placement/serving"
+	"github.com/archfilter/archfilter/internal/placement/serving/servingtest"
 	"github.com/archfilter/archfilter/pkg/decision"
 	"github.com/archfilter/archfilter/pkg/placement"
 )
@@ -129,26 +125,11 @@ func FuzzAdmissionReview(f *testing.F) {
 		Logger:   klog.Background(),
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		rec := httptest.NewRecorder()
-		fuzzcheck.Within(t, "answering an AdmissionReview", fuzzcheck.Limits{Alloc: fuzzcheck.PerInputByte(body, 64, fuzzcheck.MiB)}, func() {
-			h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, Path, bytes.NewReader(body)))
-		})
-		var in admissionv1.AdmissionReview
-		isReview := json.Unmarshal(body, &in) == nil && in.Request != nil && len(body) <= serving.MaxReviewBody
-		if rec.Code != http.StatusOK {
-			if isReview {
-				t.Fatalf("status %d (%s) for an AdmissionReview", rec.Code, rec.Body)
-			}
-			if rec.Code != http.StatusBadRequest && rec.Code != http.StatusRequestEntityTooLarge {
-				t.Fatalf("status %d (%s), want 400 or 413 for what is not a review", rec.Code, rec.Body)
-			}
+		req, resp := servingtest.Review(t, h, Path, body, "a pod")
+		if req == nil {
 			return
 		}
-		if !isReview {
-			t.Fatalf("answered %s for what is not an AdmissionReview", rec.Body)
-		}
-		resp := checkReviewResponse(t, rec, &in)
-		req := in.Request
+		checkPatchType(t, resp)
 
 		var pod v1.Pod
 		podErr := json.Unmarshal(req.Object.Raw, &pod)
@@ -188,35 +169,15 @@ func FuzzAdmissionReview(f *testing.F) {
 	})
 }
 
-// checkReviewResponse checks the answer to the review in and returns its response.
-func checkReviewResponse(t *testing.T, rec *httptest.ResponseRecorder, in *admissionv1.AdmissionReview) *admissionv1.AdmissionResponse {
+// checkPatchType: a patch comes with its type, JSONPatch, and a type with a patch.
+func checkPatchType(t *testing.T, resp *admissionv1.AdmissionResponse) {
 	t.Helper()
-	if ct := rec.Header().Get("Content-Type"); ct != "application/json" {
-		t.Errorf("Content-Type %q", ct)
+	if (len(resp.Patch) > 0) != (resp.PatchType != nil) {
+		t.Errorf("patch %q with patchType %v", resp.Patch, resp.PatchType)
 	}
-	var out admissionv1.AdmissionReview
-	if err := json.Unmarshal(rec.Body.Bytes(), &out); err != nil {
-		t.Fatalf("the answer %s is not an AdmissionReview: %v", rec.Body, err)
-	}
-	if out.Response == nil || out.Request != nil {
-		t.Fatalf("the answer %s has no response, or a request", rec.Body)
-	}
-	if out.TypeMeta != in.TypeMeta {
-		t.Errorf("answered as %+v to a review of %+v", out.TypeMeta, in.TypeMeta)
-	}
-	if out.Response.UID != in.Request.UID {
-		t.Errorf("response uid %q, the request's is %q", out.Response.UID, in.Request.UID)
-	}
-	if !out.Response.Allowed {
-		t.Errorf("a pod was refused: %s", rec.Body)
-	}
-	if (len(out.Response.Patch) > 0) != (out.Response.PatchType != nil) {
-		t.Errorf("patch %q with patchType %v", out.Response.Patch, out.Response.PatchType)
-	}
-	if pt := out.Response.PatchType; pt != nil && *pt != admissionv1.PatchTypeJSONPatch {
+	if pt := resp.PatchType; pt != nil && *pt != admissionv1.PatchTypeJSONPatch {
 		t.Errorf("patchType %q", *pt)
 	}
-	return out.Response
 }
 
 // checkOnlyGateAdded: after is before with archfilter.io/placement appended to

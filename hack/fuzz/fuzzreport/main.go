@@ -178,11 +178,13 @@ func table(targets []target, runs []*run) string {
 	var total int64
 	for _, t := range targets {
 		ran := "not run"
+		var execs int64 // the last run's, as ran shows
 		for _, r := range runs {
 			res, ok := r.results[t.pkg+"."+t.name]
 			if !ok {
 				continue
 			}
+			execs = res.execs
 			ran = fmt.Sprintf("%s (%s", thousands(res.execs), duration(res.seconds))
 			if r.label != "" {
 				ran += ", " + r.label
@@ -192,12 +194,7 @@ func table(targets []target, runs []*run) string {
 				ran += ", **failed**: input `" + res.input + "`"
 			}
 		}
-		for i := len(runs) - 1; i >= 0; i-- {
-			if res, ok := runs[i].results[t.pkg+"."+t.name]; ok {
-				total += res.execs
-				break
-			}
-		}
+		total += execs
 		fmt.Fprintf(&b, "| `%s` `%s` | %s | %s | %s | %s |\n", t.pkg, t.name, t.input, t.checks, ran, t.found)
 	}
 	fmt.Fprintf(&b, "\n%d targets, %s executions in all.\n", len(targets), thousands(total))
